@@ -1,0 +1,169 @@
+"""Audio in and out, and framing / overlap-add / STFT in TensorFlow that line up with librosa.
+
+Frame ``t`` is centred on sample ``t * hop_length``, exactly like librosa's ``center=True``
+frames: the signal is zero-padded by ``frame_length // 2`` on both sides, then framed with
+``tf.signal.frame``. A clip of ``n`` samples therefore has ``1 + n // hop_length`` frames.
+Everything here works on NumPy arrays and on tensors, and stays differentiable.
+
+The synthesizer and the per-frame labels live in ``helpers.synth`` and ``helpers.labels``;
+they are re-exported here so ``helpers.audio`` holds the whole audio side.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import tensorflow as tf
+
+SAMPLE_RATE = 16_000
+FRAME_LENGTH = 512  # 32 ms at 16 kHz
+HOP_LENGTH = 256  # 16 ms
+
+
+class AudioError(ValueError):
+    """Audio that a helper cannot use: wrong rank, empty, NaN, wrong sample rate."""
+
+
+def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,)) -> None:
+    """Raise ``AudioError`` unless ``audio`` is non-empty, finite, real audio of an allowed rank.
+
+    ``ranks=(1,)`` means ``(samples,)``; ``(1, 2)`` also allows ``(batch, samples)``.
+    """
+    shape = tuple(audio.shape) if hasattr(audio, "shape") else np.shape(audio)
+    if len(shape) not in ranks:
+        expected = " or ".join({1: "(samples,)", 2: "(batch, samples)"}.get(r, f"rank {r}")
+                               for r in ranks)
+        raise AudioError(f"{name} must have shape {expected}; got shape {shape}. "
+                         "Stereo or multi-channel audio: mix it down to mono first.")
+    if 0 in shape:
+        raise AudioError(f"{name} is empty (shape {shape}); expected at least one sample.")
+    dtype = tf.as_dtype(audio.dtype) if hasattr(audio, "dtype") else tf.float64
+    if not dtype.is_floating:
+        raise AudioError(f"{name} must be floating point in [-1, 1]; got dtype {dtype.name}. "
+                         "Convert integer PCM with load_audio or divide by 32768.")
+    values = audio.numpy() if hasattr(audio, "numpy") else np.asarray(audio)
+    finite = np.isfinite(values)
+    if not finite.any():
+        raise AudioError(f"{name} is all NaN/inf; expected finite samples.")
+    if not finite.all():
+        raise AudioError(f"{name} has {int((~finite).sum())} NaN/inf samples; expected finite "
+                         "samples (find where they came from before training on them).")
+
+
+def check_sample_rate(sample_rate: int, expected: int = SAMPLE_RATE, what: str = "audio") -> None:
+    """Raise ``AudioError`` unless ``sample_rate`` is the rate the course works at."""
+    if int(sample_rate) != int(expected):
+        raise AudioError(f"{what} has sample rate {sample_rate} Hz; expected {expected} Hz. "
+                         f"Resample first, e.g. librosa.resample(y, orig_sr={sample_rate}, "
+                         f"target_sr={expected}).")
+
+
+def load_audio(path: str | Path, expected_sample_rate: int | None = SAMPLE_RATE
+               ) -> tuple[np.ndarray, int]:
+    """Read a mono WAV file as float32 in [-1, 1]; returns ``(audio, sample_rate)``."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no audio file at {path}")
+    audio, sample_rate = sf.read(path, dtype="float32", always_2d=True)
+    if audio.shape[1] != 1:
+        raise AudioError(f"{path.name} has {audio.shape[1]} channels; expected mono.")
+    if expected_sample_rate is not None:
+        check_sample_rate(sample_rate, expected_sample_rate, what=path.name)
+    return audio[:, 0], sample_rate
+
+
+def save_audio(path: str | Path, audio, sample_rate: int = SAMPLE_RATE) -> Path:
+    """Write mono audio as 16-bit PCM WAV (values are clipped to [-1, 1])."""
+    values = audio.numpy() if hasattr(audio, "numpy") else np.asarray(audio)
+    check_audio(values)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(path, np.clip(values, -1.0, 1.0), int(sample_rate), subtype="PCM_16")
+    return path
+
+
+def num_frames(num_samples: int, hop_length: int = HOP_LENGTH) -> int:
+    """How many centred frames a clip of ``num_samples`` has (librosa's count)."""
+    return 1 + int(num_samples) // int(hop_length)
+
+
+def frame(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH) -> tf.Tensor:
+    """Centred frames ``(..., frames, frame_length)`` of ``(samples,)`` or ``(batch, samples)``."""
+    _check_frame_params(frame_length, hop_length)
+    check_audio(audio, ranks=(1, 2))
+    audio = tf.convert_to_tensor(audio, dtype=tf.float32)
+    half = frame_length // 2
+    paddings = [[0, 0]] * (audio.shape.rank - 1) + [[half, half]]
+    padded = tf.pad(audio, paddings)
+    return tf.signal.frame(padded, frame_length, hop_length, pad_end=False)
+
+
+def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
+                window: str | None = "hann") -> tf.Tensor:
+    """Rebuild audio from centred frames with ``tf.signal.overlap_and_add``.
+
+    With ``window="hann"`` each frame is multiplied by a periodic Hann window and the sum is
+    divided by the summed window, so ``overlap_add(frame(x))`` gives back ``x`` (to float
+    precision) for any hop up to half the frame length. ``length`` trims to the clip length.
+    """
+    frames = tf.convert_to_tensor(frames, dtype=tf.float32)
+    if frames.shape.rank not in (2, 3):
+        raise AudioError(f"frames must have shape (frames, frame_length) or (batch, frames, "
+                         f"frame_length); got shape {tuple(frames.shape)}.")
+    frame_length = int(frames.shape[-1])
+    _check_frame_params(frame_length, hop_length)
+    if window == "hann":
+        if hop_length > frame_length // 2:
+            raise AudioError(f"hop_length {hop_length} leaves gaps for a Hann window of "
+                             f"{frame_length}; use hop_length <= {frame_length // 2}.")
+        w = tf.signal.hann_window(frame_length, periodic=True)
+        summed = tf.signal.overlap_and_add(frames * w, hop_length)
+        coverage = tf.signal.overlap_and_add(tf.tile(w[None, :], [tf.shape(frames)[-2], 1]),
+                                             hop_length)
+        audio = summed / tf.maximum(coverage, 1e-3)
+    elif window is None:
+        audio = tf.signal.overlap_and_add(frames, hop_length)
+    else:
+        raise ValueError(f"window must be 'hann' or None, got {window!r}.")
+    half = frame_length // 2
+    audio = audio[..., half:]
+    if length is not None:
+        available = int(audio.shape[-1])
+        if length > available:
+            raise AudioError(f"asked for {length} samples but the frames cover only {available}.")
+        audio = audio[..., :length]
+    return audio
+
+
+def stft_magnitude(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
+                   ) -> tf.Tensor:
+    """Magnitude STFT ``(..., frames, frame_length // 2 + 1)`` on librosa's centred frames."""
+    frames = frame(audio, frame_length, hop_length)
+    window = tf.signal.hann_window(frame_length, periodic=True)
+    return tf.abs(tf.signal.rfft(frames * window))
+
+
+def snr_db(clean, noisy) -> float:
+    """Signal-to-noise ratio of ``noisy`` against ``clean``, in dB."""
+    clean = np.asarray(clean, dtype=np.float64)
+    noisy = np.asarray(noisy, dtype=np.float64)
+    if clean.shape != noisy.shape:
+        raise AudioError(f"clean and noisy must have the same shape; got {clean.shape} and "
+                         f"{noisy.shape}.")
+    check_audio(clean, "clean")
+    check_audio(noisy, "noisy")
+    noise = np.sum((noisy - clean) ** 2)
+    signal = np.sum(clean ** 2)
+    if signal == 0:
+        raise AudioError("clean is silent, so SNR is undefined; expected a clip with signal.")
+    return float("inf") if noise == 0 else float(10 * np.log10(signal / noise))
+
+
+def _check_frame_params(frame_length: int, hop_length: int) -> None:
+    if frame_length <= 0 or frame_length % 2:
+        raise AudioError(f"frame_length must be a positive even number; got {frame_length}.")
+    if not 0 < hop_length <= frame_length:
+        raise AudioError(f"hop_length must be in 1..frame_length ({frame_length}); "
+                         f"got {hop_length}.")

@@ -1,0 +1,215 @@
+"""The gradient report: for every variable, is its gradient None, zero, non-finite or healthy?
+
+``tape.gradient`` hands back a list that lines up with the variables you asked about. This
+module turns that list into one row per variable, so the first question of every debugging
+session ("which gradients are broken, and how?") has a one-line answer.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import tensorflow as tf
+
+Status = Literal["none", "zero", "nonfinite", "ok"]
+STATUSES: tuple[Status, ...] = ("ok", "zero", "nonfinite", "none")
+
+
+@dataclass(frozen=True)
+class GradientRow:
+    """One variable's gradient: where it is, its shape, its status and its global norm."""
+
+    name: str
+    shape: tuple[int | None, ...]
+    status: Status
+    norm: float | None  # None exactly when status == "none"; nan or inf when "nonfinite"
+
+
+class GradientReport(Sequence[GradientRow]):
+    """The rows of a gradient report, in the order of the variables.
+
+    Shows as a table in a notebook (HTML) and as plain text in a terminal; ``summary()``
+    gives one line such as ``5 variables: 5 none``.
+    """
+
+    def __init__(self, rows: Sequence[GradientRow]):
+        self._rows = tuple(rows)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._rows[index]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[GradientRow]:
+        return iter(self._rows)
+
+    @property
+    def statuses(self) -> list[Status]:
+        return [row.status for row in self._rows]
+
+    @property
+    def names(self) -> list[str]:
+        return [row.name for row in self._rows]
+
+    def counts(self) -> dict[Status, int]:
+        """How many variables have each status (statuses that do not occur are left out)."""
+        counter = Counter(self.statuses)
+        return {status: counter[status] for status in STATUSES if counter[status]}
+
+    def all(self, status: Status) -> bool:
+        """True when every variable has this status."""
+        _check_status(status)
+        return len(self) > 0 and all(s == status for s in self.statuses)
+
+    def any(self, status: Status) -> bool:
+        """True when at least one variable has this status."""
+        _check_status(status)
+        return status in self.statuses
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
+        noun = "variable" if len(self) == 1 else "variables"
+        return f"{len(self)} {noun}: {counts}" if counts else f"0 {noun}"
+
+    def to_text(self) -> str:
+        header = ("variable", "shape", "status", "norm")
+        body = [(r.name, _shape_text(r.shape), r.status, _norm_text(r.norm)) for r in self]
+        widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(4)]
+        lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
+                 for row in [header, *body]]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        colours = {"ok": "#1b7837", "zero": "#6a51a3", "nonfinite": "#b2182b", "none": "#555555"}
+        rows = "".join(
+            "<tr>"
+            f"<td style='text-align:left'><code>{html.escape(r.name)}</code></td>"
+            f"<td>{html.escape(_shape_text(r.shape))}</td>"
+            f"<td style='color:{colours[r.status]};font-weight:bold'>{r.status}</td>"
+            f"<td>{_norm_text(r.norm)}</td>"
+            "</tr>"
+            for r in self
+        )
+        return (
+            "<table><thead><tr><th style='text-align:left'>variable</th><th>shape</th>"
+            f"<th>status</th><th>gradient norm</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<p>{html.escape(self.summary())}</p>"
+        )
+
+
+def gradient_report(grads: Sequence[Any], variables: Sequence[Any]) -> GradientReport:
+    """One row per variable: name, shape, status (none/zero/nonfinite/ok) and gradient norm.
+
+    ``grads`` is what ``tape.gradient(loss, variables)`` returned for the same ``variables``.
+    Dense tensors and ``tf.IndexedSlices`` (from ``tf.gather`` or an ``Embedding``) are both
+    understood; repeated indices in IndexedSlices are summed first, as the optimizer would.
+    """
+    grads = _as_list(grads, "grads")
+    variables = _as_list(variables, "variables")
+    if len(grads) != len(variables):
+        raise ValueError(
+            f"gradient_report got {len(grads)} gradients for {len(variables)} variables; "
+            "expected one gradient per variable, in the same order "
+            "(grads = tape.gradient(loss, variables))."
+        )
+    rows = [_row(g, v, i) for i, (g, v) in enumerate(zip(grads, variables))]
+    return GradientReport(rows)
+
+
+def _row(grad: Any, variable: Any, index: int) -> GradientRow:
+    name = variable_name(variable, index)
+    shape = _shape_of(variable)
+    if grad is None:
+        return GradientRow(name, shape, "none", None)
+    values = _dense_values(grad, name)
+    if not values.dtype.is_floating and not values.dtype.is_complex:
+        raise TypeError(
+            f"gradient for {name!r} has dtype {values.dtype.name}; expected a floating "
+            "tensor, None, or tf.IndexedSlices."
+        )
+    values = tf.cast(tf.abs(values), tf.float64)
+    finite = bool(tf.reduce_all(tf.math.is_finite(values)))
+    if not finite:
+        has_nan = bool(tf.reduce_any(tf.math.is_nan(values)))
+        return GradientRow(name, shape, "nonfinite", math.nan if has_nan else math.inf)
+    norm = float(tf.norm(values))
+    return GradientRow(name, shape, "zero" if norm == 0.0 else "ok", norm)
+
+
+def _dense_values(grad: Any, name: str) -> tf.Tensor:
+    if isinstance(grad, tf.IndexedSlices):
+        # Sum rows that share an index, exactly like applying the gradient would.
+        unique, position = tf.unique(grad.indices)
+        return tf.math.unsorted_segment_sum(grad.values, position, tf.shape(unique)[0])
+    try:
+        return tf.convert_to_tensor(grad)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"gradient for {name!r} is a {type(grad).__name__}; expected a tensor, None, "
+            "or tf.IndexedSlices as returned by tape.gradient."
+        ) from error
+
+
+def variable_name(variable: Any, index: int = 0) -> str:
+    """A readable name: Keras 3 ``path`` (``gru_cell/kernel``), else ``name`` without ``:0``."""
+    path = getattr(variable, "path", None)
+    if isinstance(path, str) and path:
+        return path
+    name = getattr(variable, "name", None)
+    if isinstance(name, str) and name:
+        return name[:-2] if name.endswith(":0") else name
+    return f"source_{index}"
+
+
+def _shape_of(variable: Any) -> tuple[int | None, ...]:
+    shape = getattr(variable, "shape", None)
+    if shape is None:
+        return ()
+    return tuple(None if d is None else int(d) for d in shape)
+
+
+def _as_list(items: Any, what: str) -> list[Any]:
+    if isinstance(items, dict):
+        raise TypeError(f"{what} is a dict; pass lists in matching order.")
+    if items is None or isinstance(items, (tf.Tensor, tf.Variable, np.ndarray)) or hasattr(
+        items, "assign"
+    ):
+        raise TypeError(
+            f"{what} must be a list (one entry per variable), got {type(items).__name__}. "
+            "Wrap a single variable in a list: tape.gradient(loss, [w])."
+        )
+    try:
+        return list(items)
+    except TypeError as error:
+        raise TypeError(f"{what} must be a list, got {type(items).__name__}.") from error
+
+
+def _check_status(status: str) -> None:
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, got {status!r}.")
+
+
+def _shape_text(shape: tuple[int | None, ...]) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + (",)" if len(shape) == 1 else ")")
+
+
+def _norm_text(norm: float | None) -> str:
+    if norm is None:
+        return "-"
+    if math.isnan(norm):
+        return "nan"
+    if math.isinf(norm):
+        return "inf"
+    return f"{norm:.3g}" if norm != 0 else "0"

@@ -1,0 +1,261 @@
+"""Per-frame labels: is each frame voiced, unvoiced or silent, and its f0, F1 and F2.
+
+Frames are the centred frames of ``helpers.audio`` (frame ``t`` centred on sample
+``t * hop_length``), so labels line up one-to-one with ``frame`` and ``stft_magnitude``.
+Labels come from three places:
+
+* ``labels_from_segments``: the synthesizer's segments, known by construction;
+* ``labels_from_alignment``: a phone alignment (HTS ``.lab``: start and end in 100 ns units,
+  the phone between ``-`` and ``+``; ``sil``/``pau`` are silence) plus a pitch track;
+* ``labels_from_audio``: any recording, measured: an absolute RMS threshold for silence (not
+  ``librosa.effects.split``, whose default ``ref=np.max`` calls an all-zero file speech),
+  ``librosa.pyin`` for voicing and f0, LPC for F1/F2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+
+import librosa
+import numpy as np
+
+from helpers.audio import (
+    FRAME_LENGTH,
+    HOP_LENGTH,
+    SAMPLE_RATE,
+    AudioError,
+    check_audio,
+    check_sample_rate,
+    num_frames,
+)
+from helpers.synth import Segment, segment_bounds
+
+
+class Voicing(IntEnum):
+    SILENT = 0
+    VOICED = 1
+    UNVOICED = 2
+
+
+class LabelError(ValueError):
+    """Labels that do not fit the audio or contradict themselves."""
+
+
+# Phones of the CMU ARCTIC (US English) set whose sound is voiced.
+VOICED_PHONES = frozenset(
+    "aa ae ah ao aw ax ay eh er ey ih iy ow oy uh uw "  # vowels
+    "l r w y m n ng "  # liquids, glides, nasals
+    "b d g v dh z zh jh".split()  # voiced stops, fricatives and affricate
+)
+SILENT_PHONES = frozenset({"sil", "pau", "ssil"})
+SILENCE_RMS = 1e-3  # -60 dBFS: an absolute threshold, so an all-zero file is silent
+
+
+@dataclass(frozen=True)
+class FrameLabels:
+    """Labels for each centred frame. f0/F1/F2 are in Hz and 0 where they do not apply."""
+
+    voicing: np.ndarray
+    f0: np.ndarray
+    f1: np.ndarray
+    f2: np.ndarray
+    sample_rate: int = SAMPLE_RATE
+    frame_length: int = FRAME_LENGTH
+    hop_length: int = HOP_LENGTH
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        arrays = {"voicing": self.voicing, "f0": self.f0, "f1": self.f1, "f2": self.f2}
+        lengths = {k: np.shape(v) for k, v in arrays.items()}
+        if any(len(s) != 1 for s in lengths.values()) or len(set(lengths.values())) != 1:
+            raise LabelError(f"voicing, f0, f1 and f2 must be 1-D arrays of one length; got "
+                             f"shapes {lengths}.")
+        voicing = np.asarray(self.voicing)
+        if not np.isin(voicing, [v.value for v in Voicing]).all():
+            raise LabelError("voicing values must be 0 (silent), 1 (voiced) or 2 (unvoiced).")
+        voiced = voicing == Voicing.VOICED
+        f0 = np.asarray(self.f0)
+        if not np.all(np.isfinite(f0)) or np.any(f0[voiced] <= 0):
+            bad = np.flatnonzero(voiced & ~(f0 > 0))
+            raise LabelError(f"every voiced frame needs f0 > 0; frames {bad[:5].tolist()} have "
+                             f"f0 = {f0[bad[:5]].tolist()}.")
+        for name in ("voicing", "f0", "f1", "f2"):
+            dtype = np.int32 if name == "voicing" else np.float32
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=dtype))
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.voicing.shape[0])
+
+    @property
+    def voiced(self) -> np.ndarray:
+        return self.voicing == Voicing.VOICED
+
+    @property
+    def unvoiced(self) -> np.ndarray:
+        return self.voicing == Voicing.UNVOICED
+
+    @property
+    def silent(self) -> np.ndarray:
+        return self.voicing == Voicing.SILENT
+
+    def counts(self) -> dict[str, int]:
+        return {v.name.lower(): int(np.sum(self.voicing == v)) for v in Voicing}
+
+    def check_fits(self, num_samples: int, sample_rate: int | None = None) -> None:
+        """Raise ``LabelError`` unless these labels have one frame per centred frame of a clip
+        with ``num_samples`` samples at this sample rate."""
+        if sample_rate is not None and int(sample_rate) != self.sample_rate:
+            raise LabelError(f"labels were made at {self.sample_rate} Hz but the audio is at "
+                             f"{sample_rate} Hz.")
+        expected = num_frames(num_samples, self.hop_length)
+        if expected != self.num_frames:
+            raise LabelError(
+                f"labels have {self.num_frames} frames but audio of {num_samples} samples has "
+                f"{expected} frames (1 + samples // hop_length {self.hop_length}); expected the "
+                "labels of this clip.")
+
+    def frame_times(self) -> np.ndarray:
+        """Centre time of each frame, in seconds."""
+        return np.arange(self.num_frames) * self.hop_length / self.sample_rate
+
+
+def labels_from_segments(segments: list[Segment], sample_rate: int = SAMPLE_RATE,
+                         hop_length: int = HOP_LENGTH, frame_length: int = FRAME_LENGTH
+                         ) -> FrameLabels:
+    """Labels known by construction: each frame takes the segment its centre falls in."""
+    bounds = segment_bounds(segments, sample_rate)
+    total = bounds[-1][1]
+    centres = np.arange(num_frames(total, hop_length)) * hop_length
+    index = np.searchsorted([end for _, end in bounds], centres, side="right")
+    index = np.minimum(index, len(segments) - 1)
+    kinds = {"silent": Voicing.SILENT, "voiced": Voicing.VOICED, "unvoiced": Voicing.UNVOICED}
+    voicing = np.array([kinds[segments[i].kind] for i in index])
+    f0 = np.array([segments[i].f0 for i in index])
+    f1 = np.array([segments[i].f1 for i in index])
+    f2 = np.array([segments[i].f2 for i in index])
+    return FrameLabels(voicing, f0, f1, f2, sample_rate, frame_length, hop_length,
+                       source="synthesizer")
+
+
+def read_phone_alignment(path: str | Path) -> list[tuple[float, float, str]]:
+    """``(start_s, end_s, phone)`` for each line of an HTS full-context ``.lab`` file."""
+    rows = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        try:
+            start, end, context = int(parts[0]), int(parts[1]), parts[2]
+            phone = context.split("-", 1)[1].split("+", 1)[0]
+        except (IndexError, ValueError) as error:
+            raise LabelError(f"{path}:{number}: expected 'start end context' with the phone "
+                             f"between '-' and '+'; got {line[:60]!r}.") from error
+        rows.append((start * 1e-7, end * 1e-7, phone))
+    if not rows:
+        raise LabelError(f"{path} has no alignment lines.")
+    return rows
+
+
+def labels_from_alignment(alignment: list[tuple[float, float, str]], num_samples: int,
+                          f0: np.ndarray, f1: np.ndarray, f2: np.ndarray,
+                          sample_rate: int = SAMPLE_RATE, hop_length: int = HOP_LENGTH,
+                          frame_length: int = FRAME_LENGTH) -> FrameLabels:
+    """Voicing from the phones, f0/F1/F2 from measured tracks (one value per frame).
+
+    A frame inside a voiced phone where the pitch tracker finds no f0 (a stop closure, creak)
+    is labelled unvoiced: the harmonic error needs an f0 to mean anything.
+    """
+    n_frames = num_frames(num_samples, hop_length)
+    for name, track in {"f0": f0, "f1": f1, "f2": f2}.items():
+        if np.shape(track) != (n_frames,):
+            raise LabelError(f"{name} track has shape {np.shape(track)}; expected ({n_frames},) "
+                             f"for {num_samples} samples at hop {hop_length}.")
+    duration = num_samples / sample_rate
+    if alignment[-1][1] < duration - 0.05 or alignment[-1][1] > duration + 0.05:
+        raise LabelError(f"the alignment ends at {alignment[-1][1]:.3f} s but the audio lasts "
+                         f"{duration:.3f} s; expected the alignment of this clip.")
+    centres = np.arange(n_frames) * hop_length / sample_rate
+    ends = np.array([end for _, end, _ in alignment])
+    phones = [alignment[i][2] for i in np.minimum(np.searchsorted(ends, centres, side="right"),
+                                                  len(alignment) - 1)]
+    f0 = np.nan_to_num(np.asarray(f0, dtype=np.float64))
+    voicing = np.array([
+        Voicing.SILENT if p in SILENT_PHONES
+        else Voicing.VOICED if p in VOICED_PHONES and f > 0
+        else Voicing.UNVOICED
+        for p, f in zip(phones, f0)
+    ])
+    speech = voicing != Voicing.SILENT
+    voiced = voicing == Voicing.VOICED
+    return FrameLabels(voicing, np.where(voiced, f0, 0.0), np.where(speech, f1, 0.0),
+                       np.where(speech, f2, 0.0), sample_rate, frame_length, hop_length,
+                       source="phone alignment + pyin f0 + LPC formants")
+
+
+def pitch_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, hop_length: int = HOP_LENGTH,
+                fmin: float = 60.0, fmax: float = 400.0) -> tuple[np.ndarray, np.ndarray]:
+    """``(f0, voiced)`` per centred frame from ``librosa.pyin`` (f0 is 0 where unvoiced).
+
+    The first call on a fresh machine pays numba's compile cost (about 15 s); later calls are
+    fast.
+    """
+    check_audio(audio)
+    check_sample_rate(sample_rate)
+    f0, voiced, _ = librosa.pyin(np.asarray(audio, dtype=np.float32), fmin=fmin, fmax=fmax,
+                                 sr=sample_rate, frame_length=1024, hop_length=hop_length,
+                                 center=True, pad_mode="constant")
+    return np.where(voiced, np.nan_to_num(f0), 0.0), voiced
+
+
+def formant_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
+                  frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH,
+                  order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(F1, F2)`` per centred frame from LPC roots (0 where no two formants are found)."""
+    check_audio(audio)
+    audio = np.asarray(audio, dtype=np.float64)
+    order = order or 2 + sample_rate // 1000
+    emphasised = np.append(audio[0], audio[1:] - 0.63 * audio[:-1])
+    frames = librosa.util.frame(np.pad(emphasised, frame_length // 2), frame_length=frame_length,
+                                hop_length=hop_length).T
+    window = np.hamming(frame_length)
+    f1 = np.zeros(len(frames))
+    f2 = np.zeros(len(frames))
+    for t, frame_ in enumerate(frames):
+        x = frame_ * window
+        if np.sqrt(np.mean(x**2)) < 1e-5:
+            continue
+        coefficients = librosa.lpc(x, order=order)
+        roots = [r for r in np.roots(coefficients) if np.imag(r) > 0]
+        freqs = np.angle(roots) * sample_rate / (2 * np.pi)
+        bandwidths = -np.log(np.abs(roots)) * sample_rate / np.pi
+        keep = sorted(f for f, b in zip(freqs, bandwidths) if f > 90 and b < 400)
+        if len(keep) >= 2:
+            f1[t], f2[t] = keep[0], keep[1]
+    return f1, f2
+
+
+def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
+                      silence_rms: float = SILENCE_RMS) -> FrameLabels:
+    """Measure labels for any recording: silence by absolute RMS, voicing and f0 by pyin,
+    F1/F2 by LPC. Use it on your own clips; the course data ships labels known exactly."""
+    check_audio(audio)
+    check_sample_rate(sample_rate)
+    audio = np.asarray(audio, dtype=np.float32)
+    if len(audio) < FRAME_LENGTH:
+        raise AudioError(f"audio has {len(audio)} samples; expected at least {FRAME_LENGTH} "
+                         "(one frame) to measure pitch.")
+    frames = librosa.util.frame(np.pad(audio, FRAME_LENGTH // 2), frame_length=FRAME_LENGTH,
+                                hop_length=HOP_LENGTH)
+    rms = np.sqrt(np.mean(frames.astype(np.float64) ** 2, axis=0))
+    f0, voiced = pitch_track(audio, sample_rate)
+    f1, f2 = formant_track(audio, sample_rate)
+    silent = rms < silence_rms
+    voicing = np.where(silent, Voicing.SILENT,
+                       np.where(voiced & (f0 > 0), Voicing.VOICED, Voicing.UNVOICED))
+    speech = voicing != Voicing.SILENT
+    return FrameLabels(voicing, np.where(voicing == Voicing.VOICED, f0, 0.0),
+                       np.where(speech, f1, 0.0), np.where(speech, f2, 0.0),
+                       source="measured: RMS threshold, pyin, LPC")

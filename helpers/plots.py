@@ -1,0 +1,198 @@
+"""Pictures of gradient reports: per-variable norms, before/after panels, norms over training.
+
+A None gradient, a zero gradient and a NaN gradient must never look like a small norm, and
+never like each other. On the log-scale bar plot a healthy gradient is a bar; the other three
+get no bar at all but a distinct marker at the left edge, a text label on the row, and an
+entry in the legend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from helpers.gradients import GradientReport, Status
+
+# How each status is drawn. "ok" is a bar; the others are markers with a label.
+STYLE: dict[Status, dict] = {
+    "ok": {"color": "#2166ac", "label": "norm (log scale)"},
+    "zero": {"color": "#6a51a3", "marker": "o", "label": "zero", "fill": "none"},
+    "nonfinite": {"color": "#d6604d", "marker": "^", "label": "NaN / inf", "fill": "full"},
+    "none": {"color": "#555555", "marker": "X", "label": "None", "fill": "full"},
+}
+
+
+def status_gid(status: Status) -> str:
+    """The matplotlib ``gid`` every artist of this status carries (tests look for it)."""
+    return f"grad-{status}"
+
+
+def plot_gradient_norms(
+    report: GradientReport,
+    ax: Axes | None = None,
+    title: str | None = None,
+    xlim: tuple[float, float] | None = None,
+) -> Figure:
+    """Horizontal bar plot of each variable's gradient norm, log scale, first variable on top.
+
+    Pass ``xlim`` to share one scale between several plots (``plot_reports`` does).
+    """
+    _check_report(report)
+    fig, ax = _figure_and_axes(ax, height=0.45 * len(report) + 1.4)
+    lo, hi = xlim or norm_limits([report])
+    y = np.arange(len(report))[::-1]
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    for row, yi in zip(report, y):
+        if row.status == "ok":
+            ax.barh(yi, row.norm - lo, left=lo, height=0.6, color=STYLE["ok"]["color"],
+                    gid=status_gid("ok"))
+            continue
+        style = STYLE[row.status]
+        ax.plot([lo], [yi], linestyle="none", marker=style["marker"], markersize=11,
+                color=style["color"], fillstyle=style["fill"], markeredgewidth=2,
+                clip_on=False, zorder=5, gid=status_gid(row.status))
+        text = {"none": "None", "zero": "zero", "nonfinite": _nonfinite_text(row.norm)}[row.status]
+        ax.annotate(f"{text} (no bar)", (lo, yi), xytext=(12, 0), textcoords="offset points",
+                    va="center", color=style["color"], fontweight="bold",
+                    gid=status_gid(row.status) + "-label")
+    ax.set_yticks(y, [row.name for row in report])
+    ax.set_ylim(-0.7, len(report) - 0.3)
+    ax.set_xlabel("gradient norm (log scale)")
+    ax.set_title(title or report.summary())
+    ax.grid(axis="x", which="major", alpha=0.3)
+    ax.legend(handles=_legend_handles(report), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              fontsize="small", frameon=False)
+    return fig
+
+
+def plot_reports(
+    reports: Mapping[str, GradientReport], suptitle: str | None = None
+) -> Figure:
+    """Several reports side by side (for example before and after a fix), one shared scale."""
+    if not reports:
+        raise ValueError("plot_reports needs at least one report, e.g. {'before': r1, 'after': r2}.")
+    for report in reports.values():
+        _check_report(report)
+    names = [list(r.names) for r in reports.values()]
+    if any(n != names[0] for n in names):
+        raise ValueError("plot_reports expects reports over the same variables in the same order.")
+    height = 0.45 * len(names[0]) + 1.6
+    fig, axes = plt.subplots(1, len(reports), figsize=(5.2 * len(reports), height),
+                             sharey=True, squeeze=False, layout="constrained")
+    limits = norm_limits(list(reports.values()))
+    for ax, (title, report) in zip(axes[0], reports.items()):
+        plot_gradient_norms(report, ax=ax, title=f"{title}\n{report.summary()}", xlim=limits)
+    for ax in axes[0][1:]:
+        ax.tick_params(labelleft=False)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_norm_history(
+    reports: Sequence[GradientReport], steps: Sequence[int] | None = None,
+    title: str = "gradient norm per variable over training",
+) -> Figure:
+    """Heatmap of log10 gradient norm, one row per variable and one column per step.
+
+    Cells whose gradient is None, zero or non-finite are drawn in their own flat colours
+    (grey, white with a purple edge, red) on top of the colour scale, with a legend.
+    """
+    if len(reports) == 0:
+        raise ValueError("plot_norm_history needs at least one report (one per training step).")
+    for report in reports:
+        _check_report(report)
+    names = reports[0].names
+    if any(r.names != names for r in reports):
+        raise ValueError("every report in the history must cover the same variables in order.")
+    steps = list(range(len(reports))) if steps is None else list(steps)
+    if len(steps) != len(reports):
+        raise ValueError(f"got {len(steps)} step numbers for {len(reports)} reports.")
+    status_code = {"ok": -1, "none": 0, "zero": 1, "nonfinite": 2}
+    log_norm = np.full((len(names), len(reports)), np.nan)
+    special = np.full((len(names), len(reports)), np.nan)
+    for j, report in enumerate(reports):
+        for i, row in enumerate(report):
+            if row.status == "ok":
+                log_norm[i, j] = math.log10(row.norm)
+            else:
+                special[i, j] = status_code[row.status]
+    fig, ax = plt.subplots(figsize=(min(2 + 0.25 * len(reports), 12), 0.4 * len(names) + 1.8),
+                           layout="constrained")
+    image = ax.imshow(np.ma.masked_invalid(log_norm), aspect="auto", cmap="viridis",
+                      interpolation="nearest", gid="grad-heatmap")
+    ax.imshow(np.ma.masked_invalid(special), aspect="auto", interpolation="nearest",
+              cmap=ListedColormap([STYLE["none"]["color"], "white", STYLE["nonfinite"]["color"]]),
+              vmin=-0.5, vmax=2.5, gid="grad-heatmap-status")
+    fig.colorbar(image, ax=ax, label="log10 gradient norm")
+    ax.set_yticks(range(len(names)), names)
+    ticks = np.unique(np.linspace(0, len(steps) - 1, min(len(steps), 10)).round().astype(int))
+    ax.set_xticks(ticks, [str(steps[t]) for t in ticks])
+    ax.set_xlabel("training step")
+    ax.set_title(title)
+    present = {row.status for r in reports for row in r} - {"ok"}
+    handles = [
+        Patch(facecolor={"none": STYLE["none"]["color"], "zero": "white",
+                         "nonfinite": STYLE["nonfinite"]["color"]}[s],
+              edgecolor=STYLE[s]["color"], label=STYLE[s]["label"])
+        for s in ("none", "zero", "nonfinite") if s in present
+    ]
+    if handles:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+                  ncol=len(handles), fontsize="small", frameon=False)
+    return fig
+
+
+def norm_limits(reports: Sequence[GradientReport]) -> tuple[float, float]:
+    """A log-scale x range that holds every healthy norm with a decade of room on each side."""
+    norms = [row.norm for r in reports for row in r if row.status == "ok"]
+    if not norms:
+        return 1e-6, 1.0
+    lo = 10 ** math.floor(math.log10(min(norms)) - 1)
+    hi = 10 ** math.ceil(math.log10(max(norms)) + 0.3)
+    return lo, hi
+
+
+def _legend_handles(report: GradientReport) -> list:
+    handles: list = []
+    for status in ("ok", "zero", "nonfinite", "none"):
+        if not report.any(status):
+            continue
+        style = STYLE[status]
+        if status == "ok":
+            handles.append(Patch(color=style["color"], label=style["label"]))
+        else:
+            handles.append(Line2D([], [], linestyle="none", marker=style["marker"],
+                                  color=style["color"], fillstyle=style["fill"],
+                                  markeredgewidth=2, markersize=9, label=style["label"]))
+    return handles
+
+
+def _nonfinite_text(norm: float | None) -> str:
+    return "NaN" if norm is None or math.isnan(norm) else "inf"
+
+
+def _figure_and_axes(ax: Axes | None, height: float) -> tuple[Figure, Axes]:
+    if ax is not None:
+        return ax.figure, ax
+    fig, ax = plt.subplots(figsize=(6.4, height), layout="constrained")
+    return fig, ax
+
+
+def _check_report(report: object) -> None:
+    if not isinstance(report, GradientReport):
+        raise TypeError(
+            f"expected a GradientReport from helpers.gradients.gradient_report, got "
+            f"{type(report).__name__}."
+        )
+    if len(report) == 0:
+        raise ValueError("the report has no variables to plot.")

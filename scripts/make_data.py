@@ -1,0 +1,129 @@
+"""Regenerate data/: the synthetic clips, the real clip's measured tracks, and the manifest.
+
+    python scripts/make_data.py          # rewrite data/ (bit for bit the same as committed)
+    python scripts/make_data.py --check  # rebuild in a temporary folder, compare SHA-256s
+
+The real recording (data/cmu_arctic/arctic_a0009.wav, its phone alignment and COPYING) is
+shipped, not generated; this script only measures its f0/F1/F2 tracks once (pyin, LPC) so
+notebooks never wait for pyin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import helpers  # noqa: F401  (quiet TensorFlow)
+from helpers.audio import SAMPLE_RATE, load_audio, save_audio
+from helpers.dataset import DATA_DIR, REAL_CLIP, SYNTHETIC_CLIPS, ClipSpec, sha256
+from helpers.labels import formant_track, pitch_track
+from helpers.synth import add_noise, synthesize
+
+SYNTHETIC_DIR = "synthetic"
+REAL_DIR = "cmu_arctic"
+
+
+def render(spec: ClipSpec, rendered: dict[str, object]):
+    if spec.clean is None:
+        return synthesize(list(spec.segments), seed=spec.seed)
+    return add_noise(rendered[spec.clean], spec.snr_db, seed=spec.seed)
+
+
+def write_tracks(wav: Path, out: Path) -> None:
+    audio, sample_rate = load_audio(wav)
+    f0, _ = pitch_track(audio, sample_rate)
+    f1, f2 = formant_track(audio, sample_rate)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["frame", "time_s", "f0_hz", "f1_hz", "f2_hz"])
+    for t, (a, b, c) in enumerate(zip(f0, f1, f2)):
+        writer.writerow([t, f"{t * 256 / sample_rate:.3f}", f"{a:.1f}", f"{b:.1f}", f"{c:.1f}"])
+    out.write_text(buffer.getvalue())
+
+
+def build(root: Path, real_source: Path) -> dict:
+    """Write every clip under ``root`` and return the manifest."""
+    (root / SYNTHETIC_DIR).mkdir(parents=True, exist_ok=True)
+    rendered: dict[str, object] = {}
+    clips = []
+    for spec in SYNTHETIC_CLIPS:
+        audio = render(spec, rendered)
+        rendered[spec.name] = audio
+        path = save_audio(root / SYNTHETIC_DIR / f"{spec.name}.wav", audio, SAMPLE_RATE)
+        entry = {
+            "name": spec.name,
+            "file": f"{SYNTHETIC_DIR}/{spec.name}.wav",
+            "sample_rate": SAMPLE_RATE,
+            "num_samples": len(audio),
+            "duration_s": round(len(audio) / SAMPLE_RATE, 4),
+            "labels": "synthesizer: known by construction from 'segments'",
+            "seed": spec.seed,
+            "segments": [s.to_dict() for s in spec.segments],
+            "sha256": sha256(path),
+        }
+        if spec.clean:
+            entry.update(clean=spec.clean, snr_db=spec.snr_db)
+        clips.append(entry)
+    real_dir = root / REAL_DIR
+    if real_dir.resolve() != real_source.resolve():
+        shutil.copytree(real_source, real_dir, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*_tracks.csv"))
+    wav = real_dir / f"{REAL_CLIP}.wav"
+    tracks = real_dir / f"{REAL_CLIP}_tracks.csv"
+    write_tracks(wav, tracks)
+    audio, sample_rate = load_audio(wav)
+    clips.append({
+        "name": REAL_CLIP,
+        "file": f"{REAL_DIR}/{REAL_CLIP}.wav",
+        "sample_rate": sample_rate,
+        "num_samples": len(audio),
+        "duration_s": round(len(audio) / sample_rate, 4),
+        "labels": (f"voicing from the phone alignment {REAL_DIR}/{REAL_CLIP}_phone.lab; f0 (pyin) "
+                   f"and F1/F2 (LPC) measured into {REAL_DIR}/{REAL_CLIP}_tracks.csv"),
+        "source": "CMU ARCTIC, speaker bdl (see cmu_arctic/COPYING, which must travel with it)",
+        "sha256": sha256(wav),
+        "extra_files": {
+            name: sha256(real_dir / name)
+            for name in (f"{REAL_CLIP}_phone.lab", f"{REAL_CLIP}_tracks.csv", "COPYING")
+        },
+    })
+    return {"sample_rate": SAMPLE_RATE, "generator": "scripts/make_data.py", "clips": clips}
+
+
+def manifest_text(manifest: dict) -> str:
+    return json.dumps(manifest, indent=1) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="rebuild in a temporary folder and compare with data/")
+    args = parser.parse_args()
+    real_source = DATA_DIR / REAL_DIR
+    if not args.check:
+        manifest = build(DATA_DIR, real_source)
+        (DATA_DIR / "manifest.json").write_text(manifest_text(manifest))
+        print(f"wrote {len(manifest['clips'])} clips and manifest.json to {DATA_DIR}")
+        return 0
+    committed = json.loads((DATA_DIR / "manifest.json").read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        rebuilt = build(Path(tmp), real_source)
+    if manifest_text(rebuilt) != manifest_text(committed):
+        old = {c["name"]: c for c in committed["clips"]}
+        for clip in rebuilt["clips"]:
+            if old.get(clip["name"]) != clip:
+                print(f"differs: {clip['name']}")
+        print("data/ is NOT reproduced bit for bit by scripts/make_data.py")
+        return 1
+    print(f"all {len(rebuilt['clips'])} clips reproduced bit for bit")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

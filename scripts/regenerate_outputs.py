@@ -1,0 +1,53 @@
+"""Re-execute notebooks in place so their stored outputs are what the code prints today.
+
+    python scripts/regenerate_outputs.py                      # every notebook, in order
+    python scripts/regenerate_outputs.py notebooks/02_*.ipynb # just these
+
+Run it in the course environment after any change to helpers/ or a notebook, then run the
+test command: nbval compares the fresh run against what this stored. Cells tagged
+``raises-exception`` are expected to fail; any other error stops the script.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def regenerate(path: Path) -> float:
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)
+    env_backend = os.environ.pop("MPLBACKEND", None)  # Agg in a kernel stores no figures
+    started = time.perf_counter()
+    try:
+        NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        if env_backend is not None:
+            os.environ["MPLBACKEND"] = env_backend
+    elapsed = time.perf_counter() - started
+    nbformat.write(notebook, path)
+    return elapsed
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(p) for p in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    for path in paths:
+        seconds = regenerate(path.resolve())
+        print(f"{path.name}: {seconds:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
