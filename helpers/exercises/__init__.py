@@ -1,0 +1,59 @@
+"""Checked exercises: a checker runs the learner's code and says whether the fix works.
+
+Each notebook ends with exercises. The pattern, the same everywhere:
+
+* a code cell with the starting code defines one function, and carries cell metadata
+  ``{"exercise": {"checker": "helpers.exercises.<module>:<check_fn>", "function": "<name>"}}``;
+* the next code cell calls the checker on that function; its output is a ``CheckResult``
+  ("not yet" plus a hint for the starting code, "solved" for a working fix);
+* a Markdown cell holds the solution in a ``<details>`` block with one fenced ``python``
+  code block that defines the same function. It is self-contained (its own imports).
+
+``tests/test_exercises.py`` finds every exercise in every notebook and proves that its
+checker rejects the starting code and accepts the revealed solution.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict on one exercise: passed or not, what was seen, and a hint if not."""
+
+    exercise: str
+    passed: bool
+    message: str
+    hint: str = ""
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        if self.passed:
+            return f"Solved: {self.exercise}. {self.message}"
+        return f"Not yet: {self.exercise}. {self.message}\nHint: {self.hint}"
+
+    def _repr_html_(self) -> str:
+        colour = "#1b7837" if self.passed else "#b2182b"
+        verdict = "Solved" if self.passed else "Not yet"
+        hint = "" if self.passed else f"<br><b>Hint:</b> {html.escape(self.hint)}"
+        return (f"<div style='border-left:4px solid {colour};padding-left:8px'>"
+                f"<b style='color:{colour}'>{verdict}:</b> {html.escape(self.exercise)}. "
+                f"{html.escape(self.message)}{hint}</div>")
+
+
+def run_check(exercise: str, function, check, hint: str) -> CheckResult:
+    """Call ``check(function)``, which returns ``(passed, message)``; turn any exception the
+    learner's code raises into a failed result that names it, instead of a traceback."""
+    if not callable(function):
+        return CheckResult(exercise, False, f"expected a function, got {type(function).__name__}.",
+                           hint)
+    try:
+        passed, message = check(function)
+    except Exception as error:  # the learner's code failed: report it, do not crash the cell
+        return CheckResult(exercise, False, f"your code raised {type(error).__name__}: {error}",
+                           hint)
+    return CheckResult(exercise, bool(passed), message, hint)
