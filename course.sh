@@ -45,7 +45,6 @@ case "$command" in
   test)
     setup
     "$VENV/bin/ruff" check .
-    "$VENV/bin/python" scripts/make_data.py --check
     exec "$VENV/bin/python" -m pytest --nbval --nbval-current-env --durations=0 "$@"
     ;;
   regenerate)

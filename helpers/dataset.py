@@ -29,7 +29,9 @@ from helpers.labels import (
 )
 from helpers.synth import Segment, fricative, silence, vowel
 
-DATA_DIR = Path(os.environ.get("GRADIENT_CLINIC_DATA", Path(__file__).resolve().parents[1] / "data"))
+DATA_DIR = Path(
+    os.environ.get("GRADIENT_CLINIC_DATA", Path(__file__).resolve().parents[1] / "data")
+)
 REAL_CLIP = "arctic_a0009"
 
 

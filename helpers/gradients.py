@@ -202,7 +202,8 @@ def _check_status(status: str) -> None:
 
 
 def _shape_text(shape: tuple[int | None, ...]) -> str:
-    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + (",)" if len(shape) == 1 else ")")
+    inner = ", ".join("?" if d is None else str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
 def _norm_text(norm: float | None) -> str:

@@ -79,7 +79,8 @@ def plot_reports(
 ) -> Figure:
     """Several reports side by side (for example before and after a fix), one shared scale."""
     if not reports:
-        raise ValueError("plot_reports needs at least one report, e.g. {'before': r1, 'after': r2}.")
+        raise ValueError(
+            "plot_reports needs at least one report, e.g. {'before': r1, 'after': r2}.")
     for report in reports.values():
         _check_report(report)
     names = [list(r.names) for r in reports.values()]

@@ -9,7 +9,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-
 DEFAULT_SEED = 0
 
 

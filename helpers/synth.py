@@ -75,7 +75,8 @@ def silence(duration: float) -> Segment:
     return Segment("silent", duration, level=0.0)
 
 
-def segment_bounds(segments: list[Segment], sample_rate: int = SAMPLE_RATE) -> list[tuple[int, int]]:
+def segment_bounds(segments: list[Segment], sample_rate: int = SAMPLE_RATE
+                   ) -> list[tuple[int, int]]:
     """Sample ranges ``[start, end)`` of each segment (rounded cumulative durations)."""
     edges = np.round(np.cumsum([0.0] + [s.duration for s in segments]) * sample_rate).astype(int)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]

@@ -38,7 +38,8 @@ EXERCISES = list(_exercises())
 
 @pytest.mark.parametrize("notebook, starter, solution, spec", EXERCISES)
 def test_checker_rejects_starter_and_accepts_solution(notebook, starter, solution, spec):
-    assert solution is not None, f"{notebook}: exercise {spec['function']} has no revealable solution"
+    assert solution is not None, (
+        f"{notebook}: exercise {spec['function']} has no revealable solution")
     module_name, check_name = spec["checker"].split(":")
     check = getattr(importlib.import_module(module_name), check_name)
     starting = check(_function(starter, spec["function"]))

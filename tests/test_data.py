@@ -1,0 +1,205 @@
+"""data/: the synthesizer, the labels, the manifest and the real clip."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import librosa
+import numpy as np
+import pytest
+from scipy import signal
+
+import helpers  # noqa: F401
+from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, snr_db
+from helpers.dataset import DATA_DIR, REAL_CLIP, clip_names, load_clip, manifest, sha256
+from helpers.labels import (
+    FrameLabels,
+    LabelError,
+    Voicing,
+    labels_from_alignment,
+    labels_from_audio,
+    labels_from_segments,
+    pitch_track,
+    read_phone_alignment,
+)
+from helpers.synth import Segment, fricative, silence, synthesize, vowel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_make_data_reproduces_every_file_bit_for_bit():
+    result = subprocess.run([sys.executable, "scripts/make_data.py", "--check"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "reproduced bit for bit" in result.stdout
+
+
+def test_synthesizer_is_deterministic_and_seed_sensitive():
+    segments = [vowel("a", 120, 0.2), fricative("s", 0.1)]
+    a, b = synthesize(segments, seed=7), synthesize(segments, seed=7)
+    assert a.tobytes() == b.tobytes()
+    assert synthesize(segments, seed=8).tobytes() != a.tobytes()
+
+
+def test_manifest_lists_every_file_with_matching_hash():
+    clips = manifest()
+    wavs = {str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*.wav")}
+    assert wavs == {entry["file"] for entry in clips.values()}
+    for entry in clips.values():
+        assert sha256(DATA_DIR / entry["file"]) == entry["sha256"], entry["name"]
+        assert entry["sample_rate"] == 16000 and entry["duration_s"] > 0 and entry["labels"]
+    for name, digest in clips[REAL_CLIP]["extra_files"].items():
+        assert sha256(DATA_DIR / "cmu_arctic" / name) == digest, name
+
+
+def test_data_set_contents_and_size():
+    kinds = {entry["name"]: {s["kind"] for s in entry.get("segments", [])}
+             for entry in manifest().values()}
+    vowels = [n for n, k in kinds.items() if k == {"voiced"}]
+    assert len(vowels) >= 3
+    assert any(k == {"unvoiced"} for k in kinds.values())
+    assert any(k == {"silent"} for k in kinds.values())
+    assert any(k == {"voiced", "unvoiced", "silent"} for k in kinds.values())
+    snrs = {e["snr_db"] for e in manifest().values() if "snr_db" in e}
+    assert len(snrs) >= 2
+    total = sum(p.stat().st_size for p in DATA_DIR.rglob("*") if p.is_file())
+    assert total < 3 * 2**20
+    copying = (DATA_DIR / "cmu_arctic" / "COPYING").read_text()
+    assert "Carnegie Mellon University" in copying
+
+
+@pytest.mark.parametrize("name", clip_names())
+def test_every_clip_loads_with_fitting_labels(name):
+    clip = load_clip(name)
+    assert clip.sample_rate == SAMPLE_RATE and clip.audio.dtype == np.float32
+    assert clip.labels.num_frames == 1 + len(clip.audio) // HOP_LENGTH
+    assert clip.clean.shape == clip.audio.shape
+
+
+@pytest.mark.parametrize("name", [n for n in clip_names() if "_snr" in n])
+def test_noisy_clips_have_their_nominal_snr(name):
+    clip = load_clip(name)
+    assert snr_db(clip.clean, clip.audio) == pytest.approx(clip.snr_db, abs=0.05)
+
+
+def test_silence_clip_is_exact_zeros():
+    clip = load_clip("silence")
+    assert not clip.audio.any() and clip.labels.silent.all()
+
+
+@pytest.fixture(scope="module")
+def vowel_clips():
+    return {name: load_clip(f"vowel_{name}") for name in "aiu"}
+
+
+@pytest.mark.parametrize("name", "aiu")
+def test_pyin_recovers_the_synthetic_f0_within_2_percent(vowel_clips, name):
+    clip = vowel_clips[name]
+    f0, voiced = pitch_track(clip.audio)
+    true_f0 = clip.labels.f0[0]
+    assert voiced.mean() > 0.9
+    assert np.max(np.abs(f0[voiced] / true_f0 - 1)) < 0.02
+
+
+@pytest.mark.parametrize("name", "aiu")
+def test_spectral_envelope_peaks_near_f1(vowel_clips, name):
+    clip = vowel_clips[name]
+    middle = clip.audio[4000:4000 + 1024].astype(np.float64) * np.hamming(1024)
+    coefficients = librosa.lpc(middle, order=18)
+    freqs, response = signal.freqz([1.0], coefficients, worN=4096, fs=SAMPLE_RATE)
+    envelope = 20 * np.log10(np.abs(response))
+    peaks, _ = signal.find_peaks(envelope)
+    first_peak = freqs[peaks[0]]
+    assert first_peak == pytest.approx(clip.labels.f1[0], rel=0.10)
+
+
+def test_labels_by_construction_follow_frame_centres():
+    segments = [silence(0.1), vowel("i", 140, 0.2), fricative("s", 0.1)]
+    labels = labels_from_segments(segments)
+    centres = np.arange(labels.num_frames) * HOP_LENGTH / SAMPLE_RATE
+    expected = np.where(centres < 0.1, Voicing.SILENT,
+                        np.where(centres < 0.3, Voicing.VOICED, Voicing.UNVOICED))
+    np.testing.assert_array_equal(labels.voicing, expected)
+    assert set(labels.f0[labels.voiced]) == {140.0} and not labels.f0[~labels.voiced].any()
+    assert set(labels.f1[labels.voiced]) == {270.0}
+
+
+def test_real_clip_labels_follow_its_phone_alignment():
+    clip = load_clip(REAL_CLIP)
+    alignment = read_phone_alignment(DATA_DIR / "cmu_arctic" / f"{REAL_CLIP}_phone.lab")
+    assert alignment[0] == (0.0, 0.13, "sil") and alignment[-1][2] == "sil"
+    times = clip.labels.frame_times()
+    assert clip.labels.silent[times < 0.13].all()
+    assert clip.labels.silent[times >= alignment[-1][0]].all()
+    counts = clip.labels.counts()
+    assert counts["voiced"] > 50 and counts["unvoiced"] > 20
+    voiced_f0 = clip.labels.f0[clip.labels.voiced]
+    assert 70 < np.median(voiced_f0) < 200  # an adult male voice
+
+
+def test_absolute_silence_threshold_where_effects_split_fails():
+    zeros = np.zeros(8000, dtype=np.float32)
+    # librosa's default ref=np.max calls an all-zero file one long non-silent interval ...
+    assert len(librosa.effects.split(zeros)) == 1
+    # ... our absolute threshold calls it silent.
+    assert labels_from_audio(zeros).silent.all()
+
+
+def test_frame_labels_validate_themselves():
+    with pytest.raises(LabelError, match="one length"):
+        FrameLabels(np.zeros(3), np.zeros(2), np.zeros(3), np.zeros(3))
+    with pytest.raises(LabelError, match="f0 > 0"):
+        FrameLabels(np.array([1, 1]), np.array([100.0, 0.0]), np.zeros(2), np.zeros(2))
+    with pytest.raises(LabelError, match="0 \\(silent\\)"):
+        FrameLabels(np.array([3]), np.zeros(1), np.zeros(1), np.zeros(1))
+
+
+def test_labels_that_do_not_fit_the_audio_are_refused():
+    labels = load_clip("vowel_a").labels
+    with pytest.raises(LabelError, match="63 frames but audio of 8000 samples has 32"):
+        labels.check_fits(8000)
+    with pytest.raises(LabelError, match="22050 Hz"):
+        labels.check_fits(16000, sample_rate=22050)
+
+
+def test_alignment_of_another_clip_is_refused():
+    alignment = read_phone_alignment(DATA_DIR / "cmu_arctic" / f"{REAL_CLIP}_phone.lab")
+    n = 16000
+    frames = 1 + n // HOP_LENGTH
+    with pytest.raises(LabelError, match="expected the alignment of this clip"):
+        labels_from_alignment(alignment, n, np.zeros(frames), np.zeros(frames), np.zeros(frames))
+    with pytest.raises(LabelError, match="f0 track has shape"):
+        labels_from_alignment(alignment, n, np.zeros(3), np.zeros(frames), np.zeros(frames))
+
+
+def test_bad_alignment_file(tmp_path):
+    bad = tmp_path / "bad.lab"
+    bad.write_text("0 100 nonsense\n")
+    with pytest.raises(LabelError, match="bad.lab:1"):
+        read_phone_alignment(bad)
+
+
+def test_bad_segments_and_audio():
+    with pytest.raises(ValueError, match="f0 > 0"):
+        Segment("voiced", 0.1, f0=0.0, f1=500, f2=1500)
+    with pytest.raises(ValueError, match="positive"):
+        silence(0.0)
+    with pytest.raises(AudioError, match="at least one segment"):
+        synthesize([], seed=0)
+    with pytest.raises(AudioError, match="expected 16000 Hz"):
+        labels_from_audio(np.ones(2000, np.float32) * 0.1, sample_rate=8000)
+    with pytest.raises(AudioError, match="all NaN"):
+        labels_from_audio(np.full(2000, np.nan, np.float32))
+    with pytest.raises(AudioError, match="at least 512"):
+        labels_from_audio(np.ones(100, np.float32) * 0.1)
+
+
+def test_load_clip_unknown_name():
+    with pytest.raises(KeyError, match="expected one of"):
+        load_clip("vowel_x")
+
+
+def test_manifest_is_valid_json_with_generator():
+    data = json.loads((DATA_DIR / "manifest.json").read_text())
+    assert data["generator"] == "scripts/make_data.py"

@@ -1,0 +1,114 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import helpers  # noqa: F401
+from helpers.gradients import GradientReport, gradient_report
+
+
+def _grads(loss_fn, variables):
+    with tf.GradientTape() as tape:
+        loss = loss_fn()
+    return tape.gradient(loss, variables)
+
+
+@pytest.fixture
+def variables():
+    return [tf.Variable([1.0, 2.0], name="a"), tf.Variable(tf.ones((3, 2)), name="b"),
+            tf.Variable(1.0, name="c"), tf.Variable(3.0, name="unused")]
+
+
+def test_ok_only(variables):
+    a = variables[0]
+    report = gradient_report(_grads(lambda: tf.reduce_sum(a * 3.0), [a]), [a])
+    assert report.statuses == ["ok"]
+    assert report[0].norm == pytest.approx(math.sqrt(18.0))
+    assert report[0].name == "a" and report[0].shape == (2,)
+
+
+def test_none_only(variables):
+    a, unused = variables[0], variables[3]
+    report = gradient_report(_grads(lambda: tf.reduce_sum(a), [unused]), [unused])
+    assert report.statuses == ["none"]
+    assert report[0].norm is None
+    assert report.all("none")
+    assert report.summary() == "1 variable: 1 none"
+
+
+def test_zero_only(variables):
+    b = variables[1]
+    report = gradient_report(_grads(lambda: tf.reduce_sum(b * 0.0), [b]), [b])
+    assert report.statuses == ["zero"] and report[0].norm == 0.0
+
+
+def test_nonfinite_nan_and_inf(variables):
+    c = variables[2]
+    inf = gradient_report(_grads(lambda: tf.math.log(c - 1.0), [c]), [c])  # d/dc log(0) = inf
+    # the tf.where trap: the unused branch log(0) has gradient inf, and 0 * inf = nan
+    nan = gradient_report(_grads(lambda: tf.where(c > 2.0, tf.math.log(c - 1.0), 0.0), [c]), [c])
+    assert inf.statuses == ["nonfinite"] and math.isinf(inf[0].norm)
+    assert nan.statuses == ["nonfinite"] and math.isnan(nan[0].norm)
+
+
+def test_mixed_statuses_in_variable_order(variables):
+    a, b, c, unused = variables
+    grads = _grads(lambda: tf.reduce_sum(a) + tf.reduce_sum(b * 0.0) + tf.math.log(c - 1.0),
+                   variables)
+    report = gradient_report(grads, variables)
+    assert report.statuses == ["ok", "zero", "nonfinite", "none"]
+    assert report.summary() == "4 variables: 1 ok, 1 zero, 1 nonfinite, 1 none"
+    assert report.counts() == {"ok": 1, "zero": 1, "nonfinite": 1, "none": 1}
+    text = repr(report)
+    for name in ("a", "b", "c", "unused"):
+        assert name in text
+    assert "<table>" in report._repr_html_()
+
+
+def test_indexed_slices_from_gather_sum_repeated_rows():
+    table = tf.Variable(tf.ones((10, 4)), name="table")
+    grads = _grads(lambda: tf.reduce_sum(tf.gather(table, [1, 1, 3])), [table])
+    assert isinstance(grads[0], tf.IndexedSlices)
+    report = gradient_report(grads, [table])
+    # row 1 gets 2.0 in each of 4 columns, row 3 gets 1.0: norm sqrt(4*4 + 4*1)
+    assert report.statuses == ["ok"] and report[0].norm == pytest.approx(math.sqrt(20.0))
+
+
+def test_indexed_slices_from_embedding_layer():
+    layer = keras.layers.Embedding(5, 3)
+    layer.build((None,))
+    grads = _grads(lambda: tf.reduce_sum(layer(tf.constant([0, 2]))), layer.trainable_weights)
+    report = gradient_report(grads, layer.trainable_weights)
+    assert report.statuses == ["ok"] and report[0].name.endswith("embeddings")
+
+
+def test_keras_variable_names_use_path():
+    layer = keras.layers.Dense(2, name="head")
+    layer.build((None, 3))
+    report = gradient_report([None, None], layer.trainable_weights)
+    assert report.names == ["head/kernel", "head/bias"]
+
+
+def test_mismatched_lengths_say_what_was_expected(variables):
+    with pytest.raises(ValueError, match="2 gradients for 4 variables"):
+        gradient_report([None, None], variables)
+
+
+@pytest.mark.parametrize("bad", [None, tf.constant(1.0), np.ones(3), {"a": None}])
+def test_non_list_inputs_are_rejected_clearly(bad, variables):
+    with pytest.raises(TypeError, match="list"):
+        gradient_report(bad, variables[:1])
+
+
+def test_integer_gradient_is_rejected(variables):
+    with pytest.raises(TypeError, match="floating"):
+        gradient_report([tf.constant([1, 2])], variables[:1])
+
+
+def test_status_queries_reject_unknown_status(variables):
+    report = gradient_report([None], variables[:1])
+    assert isinstance(report, GradientReport)
+    with pytest.raises(ValueError, match="one of"):
+        report.all("broken")
