@@ -1,4 +1,5 @@
-"""Pictures of gradient reports: per-variable norms, before/after panels, norms over training.
+"""Pictures: gradient reports (per-variable norms, before/after panels, norms over training)
+and the spectrogram of a clip with its per-frame labels.
 
 A None gradient, a zero gradient and a NaN gradient must never look like a small norm, and
 never like each other. On the log-scale bar plot a healthy gradient is a bar; the other three
@@ -20,6 +21,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from helpers.gradients import GradientReport, Status
+
+VOICING_COLOURS = {0: "#bdbdbd", 1: "#1a9850", 2: "#fdae61"}  # silent, voiced, unvoiced
 
 # How each status is drawn. "ok" is a bar; the others are markers with a label.
 STYLE: dict[Status, dict] = {
@@ -197,3 +200,50 @@ def _check_report(report: object) -> None:
         )
     if len(report) == 0:
         raise ValueError("the report has no variables to plot.")
+
+
+def plot_spectrogram(audio, sample_rate: int = 16_000, labels=None, title: str | None = None
+                     ) -> Figure:
+    """Log-magnitude spectrogram (``librosa.display.specshow``, the course's STFT settings),
+    with a strip underneath colouring each frame silent / voiced / unvoiced when ``labels``
+    (``helpers.labels.FrameLabels``) are given, and the labelled f0 drawn on voiced frames."""
+    import librosa
+    import librosa.display
+
+    from helpers.audio import FRAME_LENGTH, HOP_LENGTH, check_audio
+
+    audio = np.asarray(audio.numpy() if hasattr(audio, "numpy") else audio, dtype=np.float32)
+    check_audio(audio)
+    if labels is not None:
+        labels.check_fits(len(audio), sample_rate)
+    magnitude = np.abs(librosa.stft(audio, n_fft=FRAME_LENGTH, hop_length=HOP_LENGTH,
+                                    center=True, pad_mode="constant"))
+    db = librosa.amplitude_to_db(magnitude, ref=np.max, amin=1e-5, top_db=None)
+    rows = 2 if labels is not None else 1
+    fig, axes = plt.subplots(rows, 1, figsize=(8, 3.6 if rows == 2 else 3.0), sharex=True,
+                             squeeze=False, layout="constrained",
+                             gridspec_kw={"height_ratios": [6, 1][:rows]})
+    ax = axes[0, 0]
+    image = librosa.display.specshow(db, sr=sample_rate, hop_length=HOP_LENGTH, x_axis="time",
+                                     y_axis="log", ax=ax, vmin=-80, vmax=0, cmap="magma")
+    fig.colorbar(image, ax=axes[:, 0].tolist(), format="%+.0f dB", label="re. loudest bin")
+    ax.set_title(title or "spectrogram")
+    ax.set_xlabel("")
+    if labels is not None:
+        times = labels.frame_times()
+        f0 = np.where(labels.voiced, labels.f0, np.nan)
+        ax.plot(times, f0, color="cyan", linewidth=1.5, label="labelled f0")
+        ax.legend(loc="upper right", fontsize="small")
+        strip = axes[1, 0]
+        colours = ListedColormap([VOICING_COLOURS[k] for k in (0, 1, 2)])
+        edges = np.append(times - 0.5 * HOP_LENGTH / sample_rate,
+                          times[-1] + 0.5 * HOP_LENGTH / sample_rate)
+        strip.pcolormesh(edges, [0, 1], labels.voicing[None, :], cmap=colours, vmin=-0.5,
+                         vmax=2.5)
+        strip.set_yticks([])
+        strip.set_xlabel("time (s)")
+        strip.legend(handles=[Patch(color=VOICING_COLOURS[k], label=n) for k, n in
+                              ((0, "silent"), (1, "voiced"), (2, "unvoiced"))],
+                     loc="upper center", bbox_to_anchor=(0.5, -0.9), ncol=3, fontsize="small",
+                     frameon=False)
+    return fig
