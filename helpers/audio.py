@@ -167,3 +167,21 @@ def _check_frame_params(frame_length: int, hop_length: int) -> None:
     if not 0 < hop_length <= frame_length:
         raise AudioError(f"hop_length must be in 1..frame_length ({frame_length}); "
                          f"got {hop_length}.")
+
+
+# The synthesizer and the labels are part of the audio side too. They live in their own
+# modules (they import this one), and are reachable from here without an import cycle.
+_REEXPORTS = {
+    "helpers.synth": ("Segment", "synthesize", "add_noise", "vowel", "fricative", "silence"),
+    "helpers.labels": ("FrameLabels", "Voicing", "LabelError", "labels_from_segments",
+                       "labels_from_alignment", "labels_from_audio", "read_phone_alignment"),
+}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    for module, names in _REEXPORTS.items():
+        if name in names:
+            return getattr(importlib.import_module(module), name)
+    raise AttributeError(f"module 'helpers.audio' has no attribute {name!r}")

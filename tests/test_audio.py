@@ -117,3 +117,27 @@ def test_snr_bad_inputs():
         snr_db(NOISE, NOISE[:10])
     with pytest.raises(AudioError, match="silent"):
         snr_db(np.zeros(10), np.ones(10))
+
+
+def test_synthesizer_and_labels_are_reachable_from_helpers_audio():
+    import helpers.audio as audio
+    from helpers.labels import labels_from_segments
+    from helpers.synth import synthesize
+
+    assert audio.synthesize is synthesize and audio.labels_from_segments is labels_from_segments
+    with pytest.raises(AttributeError):
+        audio.no_such_helper  # noqa: B018
+
+
+def test_spectrogram_plot_rejects_bad_audio_and_labels():
+    from helpers.dataset import load_clip
+    from helpers.labels import LabelError
+    from helpers.plots import plot_spectrogram
+
+    clip = load_clip("vowel_a")
+    fig = plot_spectrogram(clip.audio, labels=clip.labels)
+    assert len(fig.axes) == 3  # spectrogram, label strip, colour bar
+    with pytest.raises(AudioError, match="all NaN"):
+        plot_spectrogram(np.full(1000, np.nan, np.float32))
+    with pytest.raises(LabelError, match="expected the labels of this clip"):
+        plot_spectrogram(clip.audio[:8000], labels=clip.labels)
