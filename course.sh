@@ -45,7 +45,7 @@ case "$command" in
   test)
     setup
     "$VENV/bin/ruff" check .
-    exec "$VENV/bin/python" -m pytest --nbval --nbval-current-env --durations=0 "$@"
+    exec "$VENV/bin/python" -m pytest --nbval --nbval-current-env --durations=15 "$@"
     ;;
   regenerate)
     setup
