@@ -130,8 +130,8 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
     half = frame_length // 2
     audio = audio[..., half:]
     if length is not None:
-        available = int(audio.shape[-1])
-        if length > available:
+        available = audio.shape[-1]  # None inside tf.function when the frame count varies
+        if available is not None and length > available:
             raise AudioError(f"asked for {length} samples but the frames cover only {available}.")
         audio = audio[..., :length]
     return audio

@@ -130,8 +130,8 @@ def plot_norm_history(
                 log_norm[i, j] = math.log10(row.norm)
             else:
                 special[i, j] = status_code[row.status]
-    fig, ax = plt.subplots(figsize=(min(2 + 0.25 * len(reports), 12), 0.4 * len(names) + 1.8),
-                           layout="constrained")
+    width = min(2 + 0.25 * len(reports), 12)  # the heatmap's share; names and colour bar add 3
+    fig, ax = plt.subplots(figsize=(width + 3, 0.4 * len(names) + 1.8), layout="constrained")
     image = ax.imshow(np.ma.masked_invalid(log_norm), aspect="auto", cmap="viridis",
                       interpolation="nearest", gid="grad-heatmap")
     ax.imshow(np.ma.masked_invalid(special), aspect="auto", interpolation="nearest",
@@ -139,7 +139,8 @@ def plot_norm_history(
               vmin=-0.5, vmax=2.5, gid="grad-heatmap-status")
     fig.colorbar(image, ax=ax, label="log10 gradient norm")
     ax.set_yticks(range(len(names)), names)
-    ticks = np.unique(np.linspace(0, len(steps) - 1, min(len(steps), 10)).round().astype(int))
+    most = max(2, int(width * 1.2))  # about one readable tick label per 0.8 inch
+    ticks = np.unique(np.linspace(0, len(steps) - 1, min(len(steps), most)).round().astype(int))
     ax.set_xticks(ticks, [str(steps[t]) for t in ticks])
     ax.set_xlabel("training step")
     ax.set_title(title)

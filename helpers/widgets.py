@@ -140,10 +140,14 @@ class GradientLab:
         self.view.append_display_data(Image(data=buffer.getvalue(), format="png"))
         return self.result
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **_kwargs) -> dict:
+        # The live view is the widget; the plain-text fallback (what a static copy of the
+        # notebook shows, and what nbval compares) is one stable line, not the widget tree.
+        return {
+            "text/plain": f"Gradient lab, showing {self.result.describe()}",
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2, "version_minor": 0, "model_id": self.widget.model_id},
+        }
 
     def __repr__(self) -> str:
         return f"GradientLab({self.result.describe() if self.result else 'not run'})"
