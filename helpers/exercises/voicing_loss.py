@@ -1,0 +1,128 @@
+"""Checkers for the exercises of 03_voicing_loss_reproduce and 04_voicing_loss_fix.
+
+The checkers build their own small model from a fixed seed and their own short examples, so
+the notebook's global random state is not touched.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.dataset import load_clip
+from helpers.exercises import CheckResult, run_check
+from helpers.voicing_loss import Example, excerpt, make_denoiser, make_example, snapshot
+
+
+@cache
+def _examples() -> tuple[Example, Example]:
+    """A short voiced example (8 frames of vowel_a) and a short silent one (8 frames)."""
+    vowel = load_clip("vowel_a")
+    audio, labels = excerpt(vowel.clean, vowel.labels, 0, 8)
+    voiced = make_example("vowel_a[0:8]", audio, labels, seed=101)
+    silence = load_clip("silence")
+    audio, labels = excerpt(silence.clean, silence.labels, 0, 8)
+    silent = make_example("silence[0:8]", audio, labels, seed=102)
+    return voiced, silent
+
+
+def _moved(before: list[np.ndarray], model: keras.Model) -> float:
+    return float(max(np.max(np.abs(a - b)) for a, b in zip(snapshot(model), before)))
+
+
+def check_train_step_or_skip(function) -> CheckResult:
+    """``function(model, optimizer, example)`` must take one optimizer step with the seed's
+    loss when any gradient exists and return True, and otherwise leave the model and the
+    optimizer untouched and return False."""
+
+    def check(fn):
+        voiced, silent = _examples()
+        model = make_denoiser(seed=7)
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+        for example, expect_step in ((silent, False), (voiced, True), (silent, False)):
+            before = snapshot(model)
+            iterations = int(optimizer.iterations)
+            applied = fn(model, optimizer, example)
+            moved = _moved(before, model)
+            stepped = int(optimizer.iterations) - iterations
+            if not isinstance(applied, (bool, np.bool_)):
+                return False, f"on {example.name} you returned {applied!r}; expected True or False."
+            if expect_step and not (applied and stepped == 1 and moved > 0):
+                return False, (f"on the voiced clip {example.name} you returned {applied} and "
+                               f"the optimizer took {stepped} step(s); expected one step and True.")
+            if not expect_step and (applied or stepped or moved):
+                return False, (f"on the silent clip {example.name} you returned {applied}, the "
+                               f"optimizer took {stepped} step(s) and the weights moved by up to "
+                               f"{moved:.2g}; expected False, no step and no movement (also "
+                               "right after a voiced step, when Adam has momentum).")
+        return True, ("voiced clips train, silent clips are skipped without touching the "
+                      "weights or Adam's state.")
+
+    return run_check("Exercise 3.1 (skip a step that has no gradient)", function, check,
+                     hint="After tape.gradient, test whether every entry is None "
+                          "(all(g is None for g in grads)) and return False before "
+                          "apply_gradients. Replacing None by zeros is not the same: Adam's "
+                          "momentum would still move the weights.")
+
+
+def _reference_distance(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> float:
+    if not mask.any():
+        return 0.0
+    per_frame = np.mean((np.log(est[mask]) - np.log(ref[mask])) ** 2, axis=-1)
+    return float(per_frame.mean())
+
+
+def _distance_cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(2024)
+    ref = rng.uniform(0.1, 2.0, (6, 5)).astype(np.float32)
+    est = rng.uniform(0.1, 2.0, (6, 5)).astype(np.float32)
+    mask = np.array([True, False, True, True, False, False])
+    silent_ref = ref.copy()
+    silent_ref[~mask] = 0.0  # silent frames: the reference magnitude is exactly zero there
+    silent_est = est.copy()
+    silent_est[4] = 0.0  # and the estimate is exactly zero on one masked-out frame
+    return [
+        ("every frame selected, no zeros", ref, est, np.ones(6, dtype=bool)),
+        ("silent frames (zero magnitudes) outside the mask", silent_ref, silent_est, mask),
+        ("no frame selected (a file without speech)", silent_ref, silent_est,
+         np.zeros(6, dtype=bool)),
+    ]
+
+
+def check_masked_log_distance(function) -> CheckResult:
+    """``function(reference_mag, estimate_mag, mask)`` must return the mean over selected frames
+    of the mean over bins of ``(log E - log R) ** 2`` with finite gradients, zero outside the
+    mask, and 0.0 when no frame is selected."""
+
+    def check(fn):
+        for name, ref, est, mask in _distance_cases():
+            estimate = tf.Variable(est)
+            with tf.GradientTape() as tape:
+                value = fn(tf.constant(ref), estimate, tf.constant(mask))
+            grad = tape.gradient(value, estimate)
+            expected = _reference_distance(ref, est, mask)
+            value = float(value)
+            if not np.isfinite(value) or abs(value - expected) > 1e-4 * max(1.0, abs(expected)):
+                return False, f"case '{name}': the value is {value:.5g}; expected {expected:.5g}."
+            if grad is None:
+                return False, (f"case '{name}': the gradient with respect to estimate_mag is "
+                               "None; compute the distance from estimate_mag with TensorFlow ops.")
+            grad = grad.numpy()
+            if not np.all(np.isfinite(grad)):
+                bad = sorted({int(i) for i in np.argwhere(~np.isfinite(grad))[:, 0]})
+                return False, (f"case '{name}': the gradient is NaN/inf on frames {bad} "
+                               f"(mask = {mask.astype(int).tolist()}).")
+            if np.any(grad[~mask] != 0):
+                return False, f"case '{name}': frames outside the mask get a non-zero gradient."
+        return True, ("finite gradients with zero magnitudes outside the mask, and 0.0 for a "
+                      "file without selected frames.")
+
+    return run_check("Exercise 4.1 (a masked log distance without NaN)", function, check,
+                     hint="Two traps. (1) tf.where(mask, f(x), 0) still differentiates f where "
+                          "the mask is False, and log(0) there gives 0 * inf = NaN: make the "
+                          "inputs safe first (tf.where(mask[:, None], x, 1.0)), then take the "
+                          "log. (2) Dividing by the number of selected frames is 0 / 0 when "
+                          "there are none: divide by tf.maximum(count, 1.0).")

@@ -1,0 +1,708 @@
+"""The voiced/unvoiced loss of seed 004: per-frame labels, harmonic and formant errors, the
+seed's per-frame ``tf.cond`` / ``tf.while_loop`` version, and the masked, vectorised fix.
+
+Both losses have the same call shape, ``loss(reference, estimate, labels) -> scalar``:
+
+* ``reference`` and ``estimate`` are mono ``(samples,)`` audio (NumPy arrays, tensors or
+  ``tf.Variable``); the estimate is what the model produced, the reference what it should have;
+* ``labels`` is a ``helpers.labels.FrameLabels`` with one entry per centred frame of
+  ``helpers.audio.stft_magnitude`` (voiced / unvoiced / silent, f0, F1, F2).
+
+The two error terms, in TensorFlow ops on STFT magnitudes (so they are differentiable with
+respect to the estimate):
+
+* **harmonic error**: the magnitudes at the first ``NUM_HARMONICS`` harmonics of the
+  reference f0 (linear interpolation between bins), estimate against reference;
+* **formant error**: the mean energy in a band around F1 and around F2, estimate against
+  reference.
+
+Both compare *log-compressed* levels, ``0.5 * log(power + LOG_EPS**2)``. Its slope with
+respect to a magnitude ``m`` is ``m / (m**2 + LOG_EPS**2) <= 1 / (2 * LOG_EPS)``, so the
+gradient stays bounded on silent and near-silent frames (``log(where(M <= 0, eps, M))`` gives
+slopes near ``1 / M``, about 1e6 and more on near-silent input: FACTS.md). The masked loss
+adds a third term on frames that are not voiced, the **reconstruction error**
+(``reconstruction_errors``), so that a file without speech still says what the model should
+output: the reference (silence, on a silent file).
+
+Labels come from ``helpers.labels`` and are re-exported here: ``labels_from_segments`` (known
+by construction for the synthetic clips), ``labels_from_alignment`` (a phone alignment plus
+measured tracks, for the real clip) and ``labels_from_audio`` for any new recording (pyin for
+voicing and f0, LPC for F1/F2, and an absolute RMS threshold for silence, because
+``librosa.effects.split`` with its default ``ref=np.max`` calls an all-zero file speech). Its
+first call in a process pays numba's compile cost for pyin (FACTS.md: about 15 s on a fresh
+machine; 2.7 s measured once numba's on-disk cache is filled), so notebooks use the stored
+labels of ``helpers.dataset.load_clip`` instead.
+
+Labels are Python-side constants (NumPy). To run a loss inside ``tf.function``, close over the
+labels (``as_tf_function(loss_fn, labels)`` does it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.audio import (
+    FRAME_LENGTH,
+    HOP_LENGTH,
+    SAMPLE_RATE,
+    AudioError,
+    check_sample_rate,
+    stft_magnitude,
+)
+from helpers.labels import (  # re-exported: this module is the voicing side of the course
+    FrameLabels,
+    LabelError,
+    Voicing,
+    labels_from_alignment,
+    labels_from_audio,
+    labels_from_segments,
+)
+
+__all__ = [
+    "EPSILON", "LOG_EPS", "NOISE_RMS", "NUM_HARMONICS", "SILENCE_WEIGHT", "as_tf_function",
+    "check_loss_inputs", "cond_loop_loss_on_magnitudes", "cond_loop_voicing_loss", "denoise",
+    "Example", "excerpt", "formant_errors", "FrameLabels", "frames_reached", "gradients_of",
+    "harmonic_errors", "LabelError", "labels_from_alignment", "labels_from_audio",
+    "labels_from_segments", "locate_break", "log_compress", "loss_and_gradients",
+    "make_denoiser", "make_example", "make_train_step", "masked_loss_on_magnitudes",
+    "masked_voicing_loss", "mean_abs_change", "optimizer_slot_norm", "seed_frame_conditions",
+    "reconstruction_errors", "snapshot", "TrainingState", "Voicing", "voicing_masks",
+    "VoicingMasks",
+]
+
+EPSILON = 1e-5  # the seed's epsilon, added to every frame's error (a constant: no gradient)
+LOG_EPS = 1e-3  # floor of the log compression: -60 dB below a magnitude of 1
+NUM_HARMONICS = 8  # harmonics 1..8 of f0: all below 3.2 kHz for f0 up to 400 Hz
+SILENCE_WEIGHT = 1.0  # default weight of the term that covers silent and unvoiced frames
+NOISE_RMS = 0.01  # the noise the course adds to make a denoiser's input (-40 dBFS)
+
+Compress = Callable[[tf.Tensor], tf.Tensor]
+
+
+# ---------------------------------------------------------------------------------------------
+# Log compression and the error terms (all frames at once, TensorFlow ops)
+# ---------------------------------------------------------------------------------------------
+
+def log_compress(power: tf.Tensor) -> tf.Tensor:
+    """``0.5 * log(power + LOG_EPS**2)``: a log level with a bounded slope near silence.
+
+    ``power`` is a squared magnitude. For ``power = m**2`` this is ``log(sqrt(m**2 + eps**2))``,
+    close to ``log(m)`` for ``m >> LOG_EPS`` and flat at ``log(LOG_EPS)`` for ``m -> 0``.
+    """
+    return 0.5 * tf.math.log(power + LOG_EPS**2)
+
+
+def harmonic_power(magnitude: tf.Tensor, f0: tf.Tensor, sample_rate: int = SAMPLE_RATE,
+                   frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+    """Power at harmonics ``k * f0`` (k = 1..NUM_HARMONICS) of each frame, ``(frames, K)``.
+
+    ``magnitude`` is ``(frames, bins)``; the magnitude at a harmonic is linearly interpolated
+    between the two nearest bins, then squared.
+    """
+    bins = tf.shape(magnitude)[-1]
+    k = tf.range(1, NUM_HARMONICS + 1, dtype=tf.float32)
+    position = tf.expand_dims(f0, -1) * k * (frame_length / sample_rate)
+    position = tf.clip_by_value(position, 0.0, tf.cast(bins - 2, tf.float32))
+    low = tf.floor(position)
+    frac = position - low
+    low = tf.cast(low, tf.int32)
+    below = tf.gather(magnitude, low, batch_dims=1)
+    above = tf.gather(magnitude, low + 1, batch_dims=1)
+    return tf.square((1.0 - frac) * below + frac * above)
+
+
+def harmonic_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor, f0: tf.Tensor,
+                    compress: Compress = log_compress, sample_rate: int = SAMPLE_RATE,
+                    frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+    """Harmonic error of every frame, ``(frames,)``: mean over harmonics of the squared
+    difference of compressed harmonic levels, estimate against reference (reference f0)."""
+    f0 = tf.convert_to_tensor(f0, tf.float32)
+    ref = compress(harmonic_power(reference_mag, f0, sample_rate, frame_length))
+    est = compress(harmonic_power(estimate_mag, f0, sample_rate, frame_length))
+    return tf.reduce_mean(tf.square(est - ref), axis=-1)
+
+
+def formant_bands(formants: tf.Tensor, num_bins: int, sample_rate: int = SAMPLE_RATE,
+                  frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+    """0/1 band weights ``(frames, 2, bins)``: bins within ``max(62.5, 0.1 F)`` Hz of F1, F2."""
+    freqs = tf.range(num_bins, dtype=tf.float32) * (sample_rate / frame_length)
+    half_width = tf.maximum(62.5, 0.1 * formants)
+    distance = tf.abs(freqs - tf.expand_dims(formants, -1))
+    return tf.cast(distance <= tf.expand_dims(half_width, -1), tf.float32)
+
+
+def formant_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor, formants: tf.Tensor,
+                   compress: Compress = log_compress, sample_rate: int = SAMPLE_RATE,
+                   frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+    """Formant error of every frame, ``(frames, 2)``: squared difference of the compressed
+    mean band energy around F1 and around F2 (``formants`` is ``(frames, 2)`` in Hz)."""
+    formants = tf.convert_to_tensor(formants, tf.float32)
+    bands = formant_bands(formants, int(reference_mag.shape[-1]), sample_rate, frame_length)
+    count = tf.reduce_sum(bands, axis=-1)  # >= 4 bins for any formant: never zero
+
+    def band_energy(magnitude):
+        return tf.einsum("tb,tfb->tf", tf.square(magnitude), bands) / count
+
+    return tf.square(compress(band_energy(estimate_mag)) - compress(band_energy(reference_mag)))
+
+
+def reconstruction_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor) -> tf.Tensor:
+    """How far the estimate's spectrum is from the reference's, per frame, ``(frames,)``:
+    the log level of the mean squared magnitude error, above the -60 dB floor,
+    ``0.5 * log(mean_bins (|E| - |R|)**2 + LOG_EPS**2) - log(LOG_EPS)``.
+
+    It is 0 when the estimate matches, grows by 1 per factor e of error, and its gradient is
+    bounded. On a silent reference it is the estimate's own level: it asks for silence. The
+    error is squared *before* the log, so a loud error in a few bins (a DC offset, a hum) costs
+    as much as it sounds; a mean of per-bin log differences would let a model buy quiet bins
+    with a loud DC offset.
+    """
+    error_power = tf.reduce_mean(tf.square(estimate_mag - reference_mag), axis=-1)
+    return log_compress(error_power) - float(np.log(LOG_EPS))
+
+
+# ---------------------------------------------------------------------------------------------
+# Which frames get which term: the seed's look-ahead conditions
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class VoicingMasks:
+    """Per-frame booleans: which frames get the harmonic term, the formant term and the
+    silence term. ``harmonic`` and ``formant`` are the seed's conditions, vectorised."""
+
+    harmonic: np.ndarray
+    formant: np.ndarray
+    silence: np.ndarray
+
+    def counts(self) -> dict[str, int]:
+        return {name: int(getattr(self, name).sum()) for name in ("harmonic", "formant", "silence")}
+
+
+def seed_frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool]:
+    """The seed's three conditions for frame ``i``, in plain Python (for reading and tests):
+    ``(is_voiced_h, is_voiced_f, is_unvoiced_f)``. Frames past the end count as silent."""
+    n = len(voicing)
+
+    def v(j: int) -> int:
+        return int(voicing[j]) if j < n else int(Voicing.SILENT)
+
+    voiced, unvoiced = int(Voicing.VOICED), int(Voicing.UNVOICED)
+    is_voiced_h = i < n - 1 and v(i) == voiced and v(i + 1) == voiced
+    is_voiced_f = i < n - 1 and v(i) == voiced and (v(i + 1) == voiced or v(i + 2) == voiced)
+    is_unvoiced_f = (i < n - 2 and v(i) == unvoiced
+                     and (v(i + 1) == unvoiced or v(i + 2) == unvoiced))
+    return is_voiced_h, is_voiced_f, is_unvoiced_f
+
+
+def voicing_masks(labels: FrameLabels) -> VoicingMasks:
+    """The seed's per-frame conditions for all frames at once, plus the silence-term mask.
+
+    * harmonic: frame ``i`` and frame ``i + 1`` are voiced (and ``i`` is not the last frame);
+    * formant: frame ``i`` is voiced and one of the next two is, or frame ``i`` is unvoiced and
+      one of the next two is (and ``i < n - 2``);
+    * silence: every frame that is not voiced (silent or unvoiced).
+    """
+    _check_labels(labels)
+    v = np.pad(labels.voicing, (0, 2), constant_values=int(Voicing.SILENT))
+    n = labels.num_frames
+    index = np.arange(n)
+    voiced, unvoiced = v == Voicing.VOICED, v == Voicing.UNVOICED
+    harmonic = (index < n - 1) & voiced[:n] & voiced[1:n + 1]
+    voiced_f = (index < n - 1) & voiced[:n] & (voiced[1:n + 1] | voiced[2:n + 2])
+    unvoiced_f = (index < n - 2) & unvoiced[:n] & (unvoiced[1:n + 1] | unvoiced[2:n + 2])
+    return VoicingMasks(harmonic, voiced_f | unvoiced_f, labels.voicing != Voicing.VOICED)
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks shared by both losses
+# ---------------------------------------------------------------------------------------------
+
+def check_loss_inputs(reference, estimate, labels: FrameLabels,
+                      sample_rate: int = SAMPLE_RATE) -> None:
+    """Raise a clear error unless reference and estimate are float ``(samples,)`` audio of the
+    same length, at the course sample rate, and ``labels`` fit them frame for frame."""
+    _check_labels(labels)
+    check_sample_rate(sample_rate, what="the loss input")
+    if labels.sample_rate != int(sample_rate):
+        raise LabelError(f"labels were made at {labels.sample_rate} Hz but the audio is at "
+                         f"{sample_rate} Hz.")
+    shapes = {}
+    for name, audio in (("reference", reference), ("estimate", estimate)):
+        shape = tuple(audio.shape) if hasattr(audio, "shape") else np.shape(audio)
+        if len(shape) != 1:
+            raise AudioError(f"{name} must have shape (samples,); got shape {shape}. Pass one "
+                             "clip at a time (loop or average over a batch), mono.")
+        if shape[0] == 0:
+            raise AudioError(f"{name} is empty; expected at least one sample.")
+        dtype = tf.as_dtype(audio.dtype) if hasattr(audio, "dtype") else tf.float64
+        if not dtype.is_floating:
+            raise AudioError(f"{name} must be floating point audio; got dtype {dtype.name}.")
+        shapes[name] = shape[0]
+    if shapes["reference"] is not None and shapes["estimate"] is not None \
+            and shapes["reference"] != shapes["estimate"]:
+        raise AudioError(f"reference has {shapes['reference']} samples but estimate has "
+                         f"{shapes['estimate']}; expected the same clip length.")
+    if shapes["reference"] is not None:
+        labels.check_fits(shapes["reference"], sample_rate)
+
+
+def _check_labels(labels: FrameLabels) -> None:
+    if not isinstance(labels, FrameLabels):
+        raise TypeError(f"labels must be helpers.labels.FrameLabels (one entry per frame); got "
+                        f"{type(labels).__name__}.")
+    bad = np.flatnonzero((labels.voicing == Voicing.VOICED) & ~(labels.f0 > 0))
+    if bad.size:
+        raise LabelError(f"every voiced frame needs f0 > 0; frames {bad[:5].tolist()} have "
+                         f"f0 = {labels.f0[bad[:5]].tolist()}.")
+    if (labels.frame_length, labels.hop_length) != (FRAME_LENGTH, HOP_LENGTH):
+        raise LabelError(f"labels use frame_length {labels.frame_length} and hop_length "
+                         f"{labels.hop_length}; the losses use {FRAME_LENGTH} and {HOP_LENGTH}.")
+
+
+def _magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
+    reference = tf.convert_to_tensor(reference, tf.float32)
+    estimate = tf.convert_to_tensor(estimate, tf.float32)  # a Variable stays on the tape
+    return stft_magnitude_unchecked(reference), stft_magnitude_unchecked(estimate)
+
+
+def stft_magnitude_unchecked(audio: tf.Tensor) -> tf.Tensor:
+    """``helpers.audio.stft_magnitude`` without its NumPy-side input check, so it also runs on
+    symbolic tensors inside ``tf.function`` (same padding, window and frames)."""
+    if tf.executing_eagerly():
+        return stft_magnitude(audio)
+    half = FRAME_LENGTH // 2
+    frames = tf.signal.frame(tf.pad(audio, [[half, half]]), FRAME_LENGTH, HOP_LENGTH)
+    window = tf.signal.hann_window(FRAME_LENGTH, periodic=True)
+    return tf.abs(tf.signal.rfft(frames * window))
+
+
+# ---------------------------------------------------------------------------------------------
+# The seed's loss: per-frame tf.cond inside tf.while_loop
+# ---------------------------------------------------------------------------------------------
+
+def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
+                           back_prop: bool | None = None, else_scale: float | None = None,
+                           pad_lookahead: bool = True,
+                           sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
+    """The seed's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
+    ``tf.cond`` whether the frame gets a harmonic and a formant error, and writes each frame's
+    error (or ``tf.zeros`` + epsilon) to a ``TensorArray``.
+
+    * ``back_prop=True`` passes the seed's "fix 3" to ``tf.while_loop`` (it is the default).
+    * ``else_scale=1e-10`` is the seed's "fix 1": the false branches return
+      ``reduce_mean(model_frame) * else_scale`` instead of ``tf.zeros``.
+
+    Differences from the seed, on purpose: the look-ahead reads ``speechs[i + 1]`` and
+    ``speechs[i + 2]``, and ``tf.logical_and`` evaluates both sides, so the seed's
+    ``i < num_frames - 1`` does not stop the read past the end (TensorFlow raises an
+    out-of-bounds error on the last frame). The voicing is padded with two silent frames so the
+    reads stay in bounds (``pad_lookahead=False`` reads past the end, as the seed does).
+    Unvoiced is ``Voicing.UNVOICED`` (2) where the seed used 3. The seed's ``flags`` (a
+    formant-tracker flag the course labels do not have) are left out, and f0 comes from the
+    labels instead of a per-frame pitch tracker.
+    """
+    check_loss_inputs(reference, estimate, labels, sample_rate)
+    ref_mag, est_mag = _magnitudes(reference, estimate)
+    return cond_loop_loss_on_magnitudes(ref_mag, est_mag, labels, back_prop=back_prop,
+                                        else_scale=else_scale, pad_lookahead=pad_lookahead,
+                                        sample_rate=sample_rate)
+
+
+def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
+                                 *, back_prop: bool | None = None,
+                                 else_scale: float | None = None, pad_lookahead: bool = True,
+                                 sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
+    """``cond_loop_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks)."""
+    num_frames = labels.num_frames
+    padding = 2 if pad_lookahead else 0
+    speechs = tf.constant(np.pad(labels.voicing, (0, padding),
+                                 constant_values=int(Voicing.SILENT)))
+    f0 = tf.constant(labels.f0, tf.float32)
+    formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
+    voiced, unvoiced = int(Voicing.VOICED), int(Voicing.UNVOICED)
+
+    def harmonic_else(model_frame):
+        if else_scale is None:
+            return tf.zeros((1,), dtype=tf.float32)
+        return tf.reduce_mean(model_frame, keepdims=True) * else_scale
+
+    def formant_else(model_frame):
+        if else_scale is None:
+            return tf.zeros((2,), dtype=tf.float32)
+        return tf.tile(tf.reduce_mean(model_frame, keepdims=True) * else_scale, [2])
+
+    def at(values, j):  # values[j]; tf.gather is the same read as the seed's speechs[j], faster
+        return tf.gather(values, j)
+
+    def one(frame_values):  # a batch of one frame, for the all-frames error functions
+        return tf.expand_dims(frame_values, 0)
+
+    def body(i, harmonic_errors_ta, formant_errors_ta):
+        is_voiced_h = tf.cond(
+            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
+                           tf.logical_and(tf.equal(at(speechs, i), voiced),
+                                          tf.equal(at(speechs, i + 1), voiced))),
+            lambda: True, lambda: False)
+        is_voiced_f = tf.cond(
+            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
+                           tf.logical_or(tf.equal(at(speechs, i + 1), voiced),
+                                         tf.equal(at(speechs, i + 2), voiced))),
+            lambda: True, lambda: False)
+        is_unvoiced_f = tf.cond(
+            tf.logical_and(tf.logical_and(i < num_frames - 2, tf.equal(at(speechs, i), unvoiced)),
+                           tf.logical_or(tf.equal(at(speechs, i + 1), unvoiced),
+                                         tf.equal(at(speechs, i + 2), unvoiced))),
+            lambda: True, lambda: False)
+        ref_frame, model_frame = at(ref_mag, i), at(est_mag, i)
+        harmonic_error = tf.cond(
+            is_voiced_h,
+            lambda: harmonic_errors(one(ref_frame), one(model_frame), one(at(f0, i)),
+                                    sample_rate=sample_rate),
+            lambda: harmonic_else(model_frame)) + EPSILON
+        formant_error = tf.cond(
+            tf.logical_or(is_voiced_f, is_unvoiced_f),
+            lambda: tf.reshape(formant_errors(one(ref_frame), one(model_frame),
+                                              one(at(formants, i)), sample_rate=sample_rate),
+                               (2,)),
+            lambda: formant_else(model_frame)) + EPSILON
+        return (i + 1, harmonic_errors_ta.write(i, harmonic_error),
+                formant_errors_ta.write(i, formant_error))
+
+    harmonic_ta = tf.TensorArray(tf.float32, size=num_frames, element_shape=(1,))
+    formant_ta = tf.TensorArray(tf.float32, size=num_frames, element_shape=(2,))
+    extra = {} if back_prop is None else {"back_prop": back_prop}
+    _, harmonic_ta, formant_ta = tf.while_loop(
+        lambda i, *_: i < num_frames, body, [tf.constant(0), harmonic_ta, formant_ta], **extra)
+    return tf.reduce_mean(harmonic_ta.stack()) + tf.reduce_mean(formant_ta.stack())
+
+
+# ---------------------------------------------------------------------------------------------
+# The fix: every frame at once, masks, double where, and a term for silent frames
+# ---------------------------------------------------------------------------------------------
+
+def masked_voicing_loss(reference, estimate, labels: FrameLabels,
+                        silence_weight: float = SILENCE_WEIGHT,
+                        sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
+    """The fix: the same harmonic and formant terms on all frames at once, selected by masks.
+
+    * No per-frame loop: one STFT, one gather, one band sum for the whole clip.
+    * NaN-safe by the double where: on masked-out frames the inputs of each term are first
+      replaced by harmless values (magnitude 1, f0 100 Hz, formants 1 kHz), so no branch that
+      ``tf.where`` throws away can produce inf or NaN (whose gradient would poison the sum).
+    * ``silence_weight * spectral error`` on every frame that is not voiced (silent and
+      unvoiced) tells the model what to do there: reproduce the reference, which on a silent
+      file means output silence. With ``silence_weight=0.0`` the value equals
+      ``cond_loop_voicing_loss`` (same terms, same epsilon, same averaging).
+    """
+    check_loss_inputs(reference, estimate, labels, sample_rate)
+    if not np.isfinite(silence_weight) or silence_weight < 0:
+        raise ValueError(f"silence_weight must be a finite number >= 0; got {silence_weight}.")
+    ref_mag, est_mag = _magnitudes(reference, estimate)
+    return masked_loss_on_magnitudes(ref_mag, est_mag, labels, silence_weight, sample_rate)
+
+
+def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
+                              silence_weight: float = SILENCE_WEIGHT,
+                              sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
+    """``masked_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks)."""
+    masks = voicing_masks(labels)
+    harmonic_mask = tf.constant(masks.harmonic)
+    formant_mask = tf.constant(masks.formant)
+
+    # First where: make the inputs safe on frames the term does not cover.
+    h_rows = harmonic_mask[:, None]
+    safe_f0 = tf.where(harmonic_mask, tf.constant(labels.f0), 100.0)
+    harmonic = harmonic_errors(tf.where(h_rows, ref_mag, 1.0), tf.where(h_rows, est_mag, 1.0),
+                               safe_f0, sample_rate=sample_rate)
+    f_rows = formant_mask[:, None]
+    formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
+    formant = formant_errors(tf.where(f_rows, ref_mag, 1.0), tf.where(f_rows, est_mag, 1.0),
+                             tf.where(f_rows, formants, 1000.0), sample_rate=sample_rate)
+    # Second where: keep the term only where it applies (zeros elsewhere, like the seed).
+    harmonic = tf.where(harmonic_mask, harmonic, 0.0) + EPSILON
+    formant = tf.where(f_rows, formant, 0.0) + EPSILON
+    loss = tf.reduce_mean(harmonic) + tf.reduce_mean(formant)
+    if silence_weight:
+        silence = tf.where(tf.constant(masks.silence), reconstruction_errors(ref_mag, est_mag), 0.0)
+        loss = loss + silence_weight * tf.reduce_mean(silence)
+    return loss
+
+
+# ---------------------------------------------------------------------------------------------
+# Examples and the tiny denoiser whose gradients the notebooks inspect
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Example:
+    """One training example: the denoiser's input, the clean reference, and frame labels."""
+
+    name: str
+    noisy: np.ndarray
+    reference: np.ndarray
+    labels: FrameLabels
+
+    @property
+    def num_frames(self) -> int:
+        return self.labels.num_frames
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in self.labels.counts().items())
+        seconds = len(self.reference) / self.labels.sample_rate
+        return f"{self.name}: {seconds:.2f} s, {self.num_frames} frames ({counts})"
+
+
+def excerpt(audio: np.ndarray, labels: FrameLabels, start_frame: int, stop_frame: int
+            ) -> tuple[np.ndarray, FrameLabels]:
+    """Audio and labels of frames ``start_frame .. stop_frame - 1`` of a clip.
+
+    The audio starts at sample ``start_frame * hop`` so the excerpt's centred frames sit on the
+    clip's frames, and has ``(stop - start - 1) * hop`` samples, i.e. exactly
+    ``stop - start`` frames.
+    """
+    if not 0 <= start_frame < stop_frame <= labels.num_frames:
+        raise LabelError(f"frames {start_frame}..{stop_frame} are not inside the clip's "
+                         f"{labels.num_frames} frames.")
+    if stop_frame - start_frame < 2:
+        raise LabelError("an excerpt needs at least two frames.")
+    hop = labels.hop_length
+    piece = np.asarray(audio)[start_frame * hop:(stop_frame - 1) * hop]
+    sliced = {name: getattr(labels, name)[start_frame:stop_frame]
+              for name in ("voicing", "f0", "f1", "f2")}
+    new_labels = dataclasses.replace(labels, **sliced)
+    new_labels.check_fits(len(piece), labels.sample_rate)
+    return piece, new_labels
+
+
+def make_example(name: str, reference: np.ndarray, labels: FrameLabels,
+                 noise_rms: float = NOISE_RMS, seed: int = 0) -> Example:
+    """A denoising example: ``noisy = reference + seeded white noise of RMS noise_rms``."""
+    reference = np.asarray(reference, dtype=np.float32)
+    labels.check_fits(len(reference), labels.sample_rate)
+    noise = np.random.default_rng(seed).standard_normal(len(reference)) * noise_rms
+    return Example(name, (reference + noise).astype(np.float32), reference, labels)
+
+
+class Gain(keras.layers.Layer):
+    """Multiplies its input by one trainable scalar, ``gain`` (starts at 1)."""
+
+    def build(self, input_shape):
+        self.gain = self.add_weight(shape=(), initializer="ones", name="gain")
+
+    def call(self, inputs):
+        return inputs * self.gain
+
+
+def make_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = None
+                  ) -> keras.Model:
+    """A tiny waveform denoiser: ``estimate = gain * noisy + mix(tanh(filter_bank(noisy)))``.
+
+    A bank of ``channels`` FIR filters, a tanh, a 1x1 mix back to one channel, plus the input
+    scaled by a trainable ``gain`` (starts at 1), so an untrained model starts close to passing
+    its input through, like a pre-trained model being fine-tuned. Five variables: two kernels,
+    two biases and the gain. With ``seed`` the initial weights come from that seed and the
+    global random state is left alone; without it they follow ``make_deterministic``.
+    """
+    noisy = keras.Input(shape=(None, 1), name="noisy")
+    hidden = keras.layers.Conv1D(channels, kernel_size, padding="same", activation="tanh",
+                                 kernel_initializer=keras.initializers.GlorotUniform(seed=seed),
+                                 name="filter_bank")(noisy)
+    correction = keras.layers.Conv1D(
+        1, 1, name="mix",
+        kernel_initializer=keras.initializers.RandomNormal(stddev=0.05, seed=seed))(hidden)
+    passed = Gain(name="skip")(noisy)
+    estimate = keras.layers.Add(name="estimate")([passed, correction])
+    return keras.Model(noisy, estimate, name="denoiser")
+
+
+def denoise(model: keras.Model, noisy) -> tf.Tensor:
+    """Run the denoiser on one ``(samples,)`` clip; returns the ``(samples,)`` estimate."""
+    noisy = tf.convert_to_tensor(noisy, tf.float32)
+    return model(noisy[None, :, None])[0, :, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradients, graphs and optimizer bookkeeping the notebooks share
+# ---------------------------------------------------------------------------------------------
+
+LossFn = Callable[..., tf.Tensor]
+
+
+def as_tf_function(loss_fn: LossFn, labels: FrameLabels, **loss_kwargs) -> LossFn:
+    """``loss_fn`` for one clip's labels, traced once by ``tf.function``.
+
+    Labels are NumPy constants, which ``tf.function`` cannot take as an argument, so they are
+    closed over. The result keeps the ``(reference, estimate, labels)`` call shape and refuses
+    other labels than the ones it was traced for.
+    """
+    # autograph=False: the losses have no Python control flow on tensors to convert, and
+    # skipping autograph's source transformation makes tracing several times faster.
+    graph = tf.function(lambda reference, estimate: loss_fn(reference, estimate, labels,
+                                                            **loss_kwargs), autograph=False)
+
+    def loss(reference, estimate, labels_: FrameLabels = labels) -> tf.Tensor:
+        if labels_ is not labels:
+            raise ValueError("this tf.function was traced for other labels; build one per clip "
+                             "with as_tf_function(loss_fn, labels).")
+        return graph(reference, estimate)
+
+    loss.__name__ = f"tf.function({getattr(loss_fn, '__name__', 'loss')})"
+    return loss
+
+
+def loss_and_gradients(model: keras.Model, example: Example, loss_fn: LossFn,
+                       unconnected_gradients: tf.UnconnectedGradients
+                       = tf.UnconnectedGradients.NONE, **loss_kwargs
+                       ) -> tuple[float, list[tf.Tensor | None]]:
+    """One forward pass of the denoiser on ``example`` and the gradient of ``loss_fn`` with
+    respect to its trainable variables (a list that lines up with them; entries may be None)."""
+    with tf.GradientTape() as tape:
+        estimate = denoise(model, example.noisy)
+        loss = loss_fn(example.reference, estimate, example.labels, **loss_kwargs)
+    return float(loss), gradients_of(tape, loss, model.trainable_variables, unconnected_gradients)
+
+
+def gradients_of(tape: tf.GradientTape, loss: tf.Tensor, variables: list,
+                 unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE
+                 ) -> list[tf.Tensor | None]:
+    """``tape.gradient(loss, variables, unconnected_gradients=...)`` that also works for Keras 3
+    variables with ``UnconnectedGradients.ZERO``.
+
+    Measured with TensorFlow 2.21 / Keras 3.15: asking for ZERO gradients of a Keras variable
+    that the loss does not reach raises ``AttributeError: 'str' object has no attribute
+    '_type_enum'`` (a Keras variable's ``dtype`` is a string, and the tape builds the zeros from
+    it). The TensorFlow variable behind each Keras variable (``variable.value``) gives the same
+    gradients and the zeros.
+    """
+    if unconnected_gradients == tf.UnconnectedGradients.ZERO:
+        variables = [getattr(v, "value", v) if isinstance(v, keras.Variable) else v
+                     for v in variables]
+    return tape.gradient(loss, variables, unconnected_gradients=unconnected_gradients)
+
+
+class _Checkpoint:
+    """A named place in the forward pass, for a gradient report row."""
+
+    def __init__(self, name: str, shape: tuple[int, ...]):
+        self.name = name
+        self.shape = shape
+
+
+def locate_break(model: keras.Model, example: Example, loss_fn: LossFn = None,
+                 **loss_kwargs):
+    """How far back from the loss the gradient reaches, as a gradient report.
+
+    Rows: each model variable, then the model output (``estimate``), then the estimate's STFT
+    magnitudes, then one row per kind of frame term the loss can reach. A row is ``none`` when
+    the loss does not depend on it at all. Reading from the bottom up, the first ``none`` row
+    is where the path breaks. ``loss_fn`` is ``cond_loop_voicing_loss`` (default) or
+    ``masked_voicing_loss``.
+    """
+    from helpers.gradients import gradient_report
+
+    loss_fn = loss_fn or cond_loop_voicing_loss
+    core = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
+            masked_voicing_loss: masked_loss_on_magnitudes}.get(loss_fn)
+    if core is None:
+        raise ValueError("locate_break knows cond_loop_voicing_loss and masked_voicing_loss; "
+                         f"got {getattr(loss_fn, '__name__', loss_fn)!r}.")
+    check_loss_inputs(example.reference, example.noisy, example.labels)
+    variables = list(model.trainable_variables)
+    with tf.GradientTape() as tape:
+        estimate = denoise(model, example.noisy)
+        ref_mag, est_mag = _magnitudes(example.reference, estimate)
+        tape.watch(est_mag)
+        loss = core(ref_mag, est_mag, example.labels, **loss_kwargs)
+    grads = tape.gradient(loss, [*variables, estimate, est_mag])
+    checkpoints = [*variables,
+                   _Checkpoint("estimate (model output)", tuple(estimate.shape)),
+                   _Checkpoint("|STFT| of estimate", tuple(est_mag.shape))]
+    return gradient_report(grads, checkpoints)
+
+
+def frames_reached(model: keras.Model, example: Example, loss_fn: LossFn = None,
+                   **loss_kwargs) -> np.ndarray:
+    """Per frame: does the loss depend on that frame of the estimate's STFT magnitude?
+    (True where the gradient with respect to the frame is non-zero.) All False when the
+    gradient is None."""
+    loss_fn = loss_fn or cond_loop_voicing_loss
+    core = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
+            masked_voicing_loss: masked_loss_on_magnitudes}[loss_fn]
+    estimate = denoise(model, example.noisy)
+    ref_mag, est_mag = _magnitudes(example.reference, estimate)
+    with tf.GradientTape() as tape:
+        tape.watch(est_mag)
+        loss = core(ref_mag, est_mag, example.labels, **loss_kwargs)
+    grad = tape.gradient(loss, est_mag)
+    if grad is None:
+        return np.zeros(example.num_frames, dtype=bool)
+    return tf.reduce_any(tf.not_equal(grad, 0.0), axis=-1).numpy()
+
+
+def snapshot(model: keras.Model) -> list[np.ndarray]:
+    """A copy of the model's trainable weights, to measure how far a step moves them."""
+    return [np.array(v.numpy()) for v in model.trainable_variables]
+
+
+def mean_abs_change(before: list[np.ndarray], model: keras.Model) -> float:
+    """Mean absolute change of all trainable weights since ``snapshot`` (one number)."""
+    after = snapshot(model)
+    diffs = np.concatenate([np.abs(a - b).ravel() for a, b in zip(after, before)])
+    return float(diffs.mean())
+
+
+class TrainingState:
+    """The weights of a model and the state of its optimizer (Adam's iteration count,
+    momentum and velocity), saved so several "what if the next step were ..." experiments can
+    start from exactly the same point. ``restore()`` puts them back."""
+
+    def __init__(self, model: keras.Model, optimizer: keras.optimizers.Optimizer):
+        if not optimizer.built:
+            optimizer.build(model.trainable_variables)
+        self.model, self.optimizer = model, optimizer
+        self._variables = [*model.trainable_variables, *optimizer.variables]
+        self._values = [np.array(v.numpy()) for v in self._variables]
+
+    def restore(self) -> None:
+        for variable, value in zip(self._variables, self._values):
+            variable.assign(value)
+
+
+def optimizer_slot_norm(optimizer: keras.optimizers.Optimizer, slot: str = "momentum") -> float:
+    """Global norm of Adam's ``momentum`` (first moment) or ``velocity`` (second moment)."""
+    values = [v for v in optimizer.variables if v.path.endswith("_" + slot)]
+    if not values:
+        raise ValueError(f"the optimizer has no '{slot}' variables (is it Adam, and built?).")
+    return float(tf.linalg.global_norm([tf.convert_to_tensor(v) for v in values]))
+
+
+def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
+                    examples: list[Example], loss_fn: LossFn = None, **loss_kwargs):
+    """A ``tf.function`` training step over a fixed batch of examples (a Python list: the clips
+    may differ in length): mean loss over the batch, gradients, one optimizer step.
+
+    Returns ``step() -> (loss, grads)`` so each step's gradients can be reported.
+    """
+    loss_fn = loss_fn or masked_voicing_loss
+    if not examples:
+        raise ValueError("make_train_step needs at least one example.")
+    variables = model.trainable_variables
+    if not optimizer.built:  # build outside the trace: creating variables in it traces twice
+        optimizer.build(variables)
+
+    @tf.function(autograph=False)
+    def step():
+        with tf.GradientTape() as tape:
+            losses = [loss_fn(ex.reference, denoise(model, ex.noisy), ex.labels, **loss_kwargs)
+                      for ex in examples]
+            loss = tf.add_n(losses) / len(losses)
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(grads, variables))
+        return loss, grads
+
+    return step
