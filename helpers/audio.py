@@ -22,10 +22,20 @@ FRAME_LENGTH = 512  # 32 ms at 16 kHz
 HOP_LENGTH = 256  # 16 ms
 
 
+# These helpers have no tensor-dependent Python control flow, so AutoGraph has nothing to
+# convert; skipping it keeps tracing fast and lets AudioError reach the caller unwrapped.
+_plain_python = tf.autograph.experimental.do_not_convert
+
+
 class AudioError(ValueError):
     """Audio that a helper cannot use: wrong rank, empty, NaN, wrong sample rate."""
 
+    # AutoGraph re-raises an error from inside tf.function as its own type only when the
+    # type's __init__ is Exception.__init__; otherwise the learner gets a StagingError.
+    __init__ = Exception.__init__
 
+
+@_plain_python
 def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,)) -> None:
     """Raise ``AudioError`` unless ``audio`` is non-empty, finite, real audio of an allowed rank.
 
@@ -43,6 +53,8 @@ def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,)) -> No
     if not dtype.is_floating:
         raise AudioError(f"{name} must be floating point in [-1, 1]; got dtype {dtype.name}. "
                          "Convert integer PCM with load_audio or divide by 32768.")
+    if tf.is_symbolic_tensor(audio):
+        return  # inside tf.function: shape and dtype are checked, values exist only at run time
     values = audio.numpy() if hasattr(audio, "numpy") else np.asarray(audio)
     finite = np.isfinite(values)
     if not finite.any():
@@ -89,6 +101,7 @@ def num_frames(num_samples: int, hop_length: int = HOP_LENGTH) -> int:
     return 1 + int(num_samples) // int(hop_length)
 
 
+@_plain_python
 def frame(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH) -> tf.Tensor:
     """Centred frames ``(..., frames, frame_length)`` of ``(samples,)`` or ``(batch, samples)``."""
     _check_frame_params(frame_length, hop_length)
@@ -100,6 +113,7 @@ def frame(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH)
     return tf.signal.frame(padded, frame_length, hop_length, pad_end=False)
 
 
+@_plain_python
 def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
                 window: str | None = "hann") -> tf.Tensor:
     """Rebuild audio from centred frames with ``tf.signal.overlap_and_add``.
@@ -137,6 +151,7 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
     return audio
 
 
+@_plain_python
 def stft_magnitude(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
                    ) -> tf.Tensor:
     """Magnitude STFT ``(..., frames, frame_length // 2 + 1)`` on librosa's centred frames."""

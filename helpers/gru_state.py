@@ -306,11 +306,8 @@ def crop(clip, seconds: float):
     if not 0 < samples <= len(clip.audio):
         raise ValueError(f"seconds must be in (0, {clip.duration:.3f}] for {clip.name}; "
                          f"got {seconds}.")
-    frames = num_frames(samples)
-    labels = dataclasses.replace(clip.labels, **{k: getattr(clip.labels, k)[:frames]
-                                                 for k in ("voicing", "f0", "f1", "f2")})
     return dataclasses.replace(clip, audio=clip.audio[:samples], clean=clip.clean[:samples],
-                               labels=labels)
+                               labels=clip.labels.slice(0, num_frames(samples)))
 
 
 def clip_frames(audio) -> tf.Tensor:

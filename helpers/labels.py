@@ -14,6 +14,7 @@ Labels come from three places:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -41,6 +42,8 @@ class Voicing(IntEnum):
 
 class LabelError(ValueError):
     """Labels that do not fit the audio or contradict themselves."""
+
+    __init__ = Exception.__init__  # keeps its type through tf.function (see AudioError)
 
 
 # Phones of the CMU ARCTIC (US English) set whose sound is voiced.
@@ -116,6 +119,14 @@ class FrameLabels:
                 f"labels have {self.num_frames} frames but audio of {num_samples} samples has "
                 f"{expected} frames (1 + samples // hop_length {self.hop_length}); expected the "
                 "labels of this clip.")
+
+    def slice(self, start: int, stop: int) -> FrameLabels:
+        """The labels of frames ``start .. stop - 1`` (for an excerpt of the clip)."""
+        if not 0 <= start < stop <= self.num_frames:
+            raise LabelError(f"frames {start}..{stop} are not inside these labels' "
+                             f"{self.num_frames} frames.")
+        return dataclasses.replace(self, **{name: getattr(self, name)[start:stop]
+                                            for name in ("voicing", "f0", "f1", "f2")})
 
     def frame_times(self) -> np.ndarray:
         """Centre time of each frame, in seconds."""
@@ -240,7 +251,13 @@ def formant_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
 def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
                       silence_rms: float = SILENCE_RMS) -> FrameLabels:
     """Measure labels for any recording: silence by absolute RMS, voicing and f0 by pyin,
-    F1/F2 by LPC. Use it on your own clips; the course data ships labels known exactly."""
+    F1/F2 by LPC. Use it on your own clips; the course data ships labels known exactly.
+
+    The threshold is absolute so that digital silence is always silent. A real room is not
+    digital silence: in ``arctic_a0009`` the aligned pauses sit at -54 dBFS (median, -50 at
+    most) while the quietest aligned speech frames reach -55 dBFS, so no fixed threshold
+    separates them. The default (-60 dBFS) calls that room noise "unvoiced"; raise
+    ``silence_rms`` for your recording's noise floor when you know it."""
     check_audio(audio)
     check_sample_rate(sample_rate)
     audio = np.asarray(audio, dtype=np.float32)

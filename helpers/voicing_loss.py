@@ -39,7 +39,6 @@ labels (``as_tf_function(loss_fn, labels)`` does it).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -268,18 +267,7 @@ def _check_labels(labels: FrameLabels) -> None:
 def _magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
     reference = tf.convert_to_tensor(reference, tf.float32)
     estimate = tf.convert_to_tensor(estimate, tf.float32)  # a Variable stays on the tape
-    return stft_magnitude_unchecked(reference), stft_magnitude_unchecked(estimate)
-
-
-def stft_magnitude_unchecked(audio: tf.Tensor) -> tf.Tensor:
-    """``helpers.audio.stft_magnitude`` without its NumPy-side input check, so it also runs on
-    symbolic tensors inside ``tf.function`` (same padding, window and frames)."""
-    if tf.executing_eagerly():
-        return stft_magnitude(audio)
-    half = FRAME_LENGTH // 2
-    frames = tf.signal.frame(tf.pad(audio, [[half, half]]), FRAME_LENGTH, HOP_LENGTH)
-    window = tf.signal.hann_window(FRAME_LENGTH, periodic=True)
-    return tf.abs(tf.signal.rfft(frames * window))
+    return stft_magnitude(reference), stft_magnitude(estimate)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,9 +460,7 @@ def excerpt(audio: np.ndarray, labels: FrameLabels, start_frame: int, stop_frame
         raise LabelError("an excerpt needs at least two frames.")
     hop = labels.hop_length
     piece = np.asarray(audio)[start_frame * hop:(stop_frame - 1) * hop]
-    sliced = {name: getattr(labels, name)[start_frame:stop_frame]
-              for name in ("voicing", "f0", "f1", "f2")}
-    new_labels = dataclasses.replace(labels, **sliced)
+    new_labels = labels.slice(start_frame, stop_frame)
     new_labels.check_fits(len(piece), labels.sample_rate)
     return piece, new_labels
 

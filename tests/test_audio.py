@@ -141,3 +141,14 @@ def test_spectrogram_plot_rejects_bad_audio_and_labels():
         plot_spectrogram(np.full(1000, np.nan, np.float32))
     with pytest.raises(LabelError, match="expected the labels of this clip"):
         plot_spectrogram(clip.audio[:8000], labels=clip.labels)
+
+
+def test_framing_and_stft_run_inside_tf_function():
+    @tf.function
+    def magnitude(x):
+        return stft_magnitude(x)
+
+    np.testing.assert_allclose(magnitude(tf.constant(NOISE)).numpy(),
+                               stft_magnitude(NOISE).numpy(), atol=1e-6)
+    with pytest.raises(AudioError, match="shape"):  # shape checks still apply while tracing
+        magnitude(tf.zeros((2, 2, 10)))

@@ -203,3 +203,15 @@ def test_load_clip_unknown_name():
 def test_manifest_is_valid_json_with_generator():
     data = json.loads((DATA_DIR / "manifest.json").read_text())
     assert data["generator"] == "scripts/make_data.py"
+
+
+def test_labels_slice_keeps_frames_and_refuses_bad_ranges():
+    labels = load_clip("utterance_1").labels
+    part = labels.slice(10, 20)
+    assert part.num_frames == 10 and part.sample_rate == labels.sample_rate
+    np.testing.assert_array_equal(part.voicing, labels.voicing[10:20])
+    np.testing.assert_array_equal(part.f0, labels.f0[10:20])
+    with pytest.raises(LabelError, match="not inside"):
+        labels.slice(20, 10)
+    with pytest.raises(LabelError, match="not inside"):
+        labels.slice(0, labels.num_frames + 1)
