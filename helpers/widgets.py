@@ -99,7 +99,7 @@ def lab_result(clip: str, loss_name: str, mode: str, step_model: keras.Model) ->
         return loss, tape.gradient(loss, variables)
 
     if mode == "tf.function":
-        loss_and_grads = tf.function(loss_and_grads)
+        loss_and_grads = tf.function(loss_and_grads, autograph=False)
     loss, grads = loss_and_grads()
     return LabResult(clip, loss_name, mode, float(loss), gradient_report(grads, variables))
 
