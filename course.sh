@@ -40,7 +40,9 @@ command=${1:-}
 case "$command" in
   lab)
     setup
-    exec "$VENV/bin/jupyter" lab notebooks/00_start_here.ipynb "$@"
+    export PATH="$PWD/$VENV/bin:$PATH"  # kernels start from the course environment
+    # root_dir: the file browser shows the whole course (helpers/, data/), not only notebooks/
+    exec "$VENV/bin/jupyter" lab --ServerApp.root_dir="$PWD" notebooks/00_start_here.ipynb "$@"
     ;;
   test)
     setup
