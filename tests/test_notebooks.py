@@ -96,16 +96,23 @@ TINY = """{{"cells": [{{"cell_type": "code", "execution_count": 1, "id": "a",
  "language": "python"}}}}, "nbformat": 4, "nbformat_minor": 5}}"""
 
 
-@pytest.mark.parametrize("source, passes", [
-    ("raise ValueError('boom')", True),
-    ("x = 1  # the fix someone made by accident", False),
-    ("raise TypeError('boom')", False),
-])
-def test_nbval_fails_when_a_cell_meant_to_fail_stops_failing(tmp_path, source, passes):
-    notebook = tmp_path / "tiny.ipynb"
-    notebook.write_text(TINY.format(source=source))
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
-         "-p", "no:cacheprovider", str(notebook)],
+CASES = {  # notebook name: (the cell's source now, should nbval pass?)
+    "still_raises": ("raise ValueError('boom')", True),
+    "stopped_raising": ("x = 1  # the fix someone made by accident", False),
+    "raises_another_error": ("raise TypeError('boom')", False),
+}
+
+
+def test_nbval_fails_when_a_cell_meant_to_fail_stops_failing(tmp_path):
+    for name, (source, _) in CASES.items():
+        (tmp_path / f"{name}.ipynb").write_text(TINY.format(source=source))
+    result = subprocess.run(  # one nbval run over all three notebooks
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-v",
+         "-p", "no:cacheprovider", *sorted(str(p) for p in tmp_path.glob("*.ipynb"))],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert (result.returncode == 0) == passes, result.stdout[-2000:]
+    for name, (_, passes) in CASES.items():
+        line = next((line for line in result.stdout.splitlines()
+                     if line.startswith(f"{name}:") and ("PASSED" in line or "FAILED" in line)),
+                    None)
+        assert line is not None, result.stdout[-2000:]
+        assert ("PASSED" in line) == passes, f"{name}: {line}"
