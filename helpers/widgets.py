@@ -39,13 +39,13 @@ from helpers.voicing_loss import (
     masked_voicing_loss,
 )
 
-# Clip choices: (clip name, first frame, number of frames). 24 frames = 0.37 s keeps the
+# Clip choices: (clip name, first frame, number of frames). 16 frames = 0.24 s keeps the
 # eager per-frame loop under a second.
 LAB_CLIPS: dict[str, tuple[str, int, int]] = {
-    "voiced": ("vowel_a", 10, 24),
-    "unvoiced": ("fricative_s", 4, 24),
-    "silent": ("silence", 4, 24),
-    "real": ("arctic_a0009", 30, 24),
+    "voiced": ("vowel_a", 10, 16),
+    "unvoiced": ("fricative_s", 4, 16),
+    "silent": ("silence", 4, 16),
+    "real": ("arctic_a0009", 30, 16),
 }
 LAB_LOSSES: dict[str, Callable] = {
     "per-frame (seed)": cond_loop_voicing_loss,
