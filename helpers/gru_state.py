@@ -357,11 +357,17 @@ def frames_to_audio(frames, length: int) -> tf.Tensor:
     return overlap_add(frames, hop_length=HOP_LENGTH, length=length)
 
 
-def denoise(step_model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:
-    """Enhance one clip (inference); returns audio with the input's length as a NumPy array."""
+def enhance(step_model: keras.Model, noisy_audio, chunk_size: int | None = None) -> tf.Tensor:
+    """One ``(samples,)`` noisy clip -> the enhanced ``(samples,)`` clip, all in TensorFlow:
+    frame, ``unroll``, overlap-add. Differentiable, and usable inside ``tf.function``."""
     noisy_audio = np.asarray(noisy_audio, np.float32)
     outputs, _ = unroll(step_model, clip_frames(noisy_audio), chunk_size=chunk_size)
-    return frames_to_audio(outputs, len(noisy_audio)).numpy()[0]
+    return frames_to_audio(outputs, len(noisy_audio))[0]
+
+
+def denoise(step_model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:
+    """Enhance one clip (inference); returns audio with the input's length as a NumPy array."""
+    return enhance(step_model, noisy_audio, chunk_size).numpy()
 
 
 def diff_text(difference: float) -> str:

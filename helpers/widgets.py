@@ -29,7 +29,7 @@ from IPython.display import HTML, Image
 
 from helpers.dataset import load_clip
 from helpers.gradients import GradientReport, gradient_report
-from helpers.gru_state import clip_frames, frames_to_audio, make_step_model, unroll
+from helpers.gru_state import enhance, make_step_model
 from helpers.plots import plot_gradient_norms
 from helpers.reproducibility import make_deterministic
 from helpers.voicing_loss import (
@@ -88,13 +88,11 @@ def lab_result(clip: str, loss_name: str, mode: str, step_model: keras.Model) ->
     example = make_example(clip, reference, labels, seed=0)
     loss_fn = LAB_LOSSES[loss_name]
     variables = step_model.trainable_variables
-    frames = clip_frames(example.noisy)
     clean = tf.constant(example.reference)
 
     def loss_and_grads():
         with tf.GradientTape() as tape:
-            outputs, _ = unroll(step_model, frames)
-            estimate = frames_to_audio(outputs, len(example.reference))[0]
+            estimate = enhance(step_model, example.noisy)
             loss = loss_fn(clean, estimate, example.labels)
         return loss, tape.gradient(loss, variables)
 
