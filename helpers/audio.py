@@ -1,12 +1,17 @@
-"""Audio in and out, and framing / overlap-add / STFT in TensorFlow that line up with librosa.
+"""Audio in and out, and the course's one STFT: framing, ``stft``/``istft`` and overlap-add.
 
 Frame ``t`` is centred on sample ``t * hop_length``, exactly like librosa's ``center=True``
-frames: the signal is zero-padded by ``frame_length // 2`` on both sides, then framed with
-``tf.signal.frame``. A clip of ``n`` samples therefore has ``1 + n // hop_length`` frames.
-Everything here works on NumPy arrays and on tensors, and stays differentiable.
+frames: the signal is zero-padded by ``frame_length // 2`` on both sides, then framed. A clip
+of ``n`` samples therefore has ``1 + n // hop_length`` frames, and every per-frame quantity
+of the course (labels, losses, the denoiser's masks, the plots) uses these frames.
 
-The synthesizer and the per-frame labels live in ``helpers.synth`` and ``helpers.labels``;
-they are re-exported here so ``helpers.audio`` holds the whole audio side.
+* ``stft`` / ``istft``: the analysis/synthesis pair (``tf.signal.stft`` and
+  ``tf.signal.inverse_stft``, periodic Hann window on both sides, weighted overlap-add). The
+  denoiser, the losses and the spectrogram plot all read their spectra from ``stft``.
+* ``frame`` / ``overlap_add``: the same centred frames in the time domain, for models that
+  work on raw frames (notebook 05) and for per-frame levels.
+
+Everything here works on NumPy arrays and on tensors, and stays differentiable.
 """
 
 from __future__ import annotations
@@ -132,7 +137,7 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
         if hop_length > frame_length // 2:
             raise AudioError(f"hop_length {hop_length} leaves gaps for a Hann window of "
                              f"{frame_length}; use hop_length <= {frame_length // 2}.")
-        w = tf.signal.hann_window(frame_length, periodic=True)
+        w = hann_window(frame_length)
         summed = tf.signal.overlap_and_add(frames * w, hop_length)
         coverage = tf.signal.overlap_and_add(tf.tile(w[None, :], [tf.shape(frames)[-2], 1]),
                                              hop_length)
@@ -151,13 +156,69 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
     return audio
 
 
+def hann_window(frame_length: int = FRAME_LENGTH, dtype: tf.DType = tf.float32) -> tf.Tensor:
+    """The periodic Hann window (``scipy.signal.get_window("hann", n)``, librosa's default),
+    used for analysis and synthesis alike."""
+    return tf.signal.hann_window(frame_length, periodic=True, dtype=dtype)
+
+
+@_plain_python
+def stft(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH) -> tf.Tensor:
+    """Complex STFT ``(..., frames, frame_length // 2 + 1)`` of ``(samples,)`` or
+    ``(batch, samples)`` audio: ``tf.signal.stft`` with a periodic Hann window on librosa's
+    centred frames (``librosa.stft(center=True, pad_mode="constant")``, frames on axis -2)."""
+    _check_frame_params(frame_length, hop_length)
+    check_audio(audio, ranks=(1, 2))
+    audio = tf.convert_to_tensor(audio, dtype=tf.float32)
+    half = frame_length // 2
+    padded = tf.pad(audio, [[0, 0]] * (audio.shape.rank - 1) + [[half, half]])
+    return tf.signal.stft(padded, frame_length, hop_length, fft_length=frame_length,
+                          window_fn=hann_window)
+
+
+@_plain_python
+def istft(spectrum, length: int, hop_length: int = HOP_LENGTH) -> tf.Tensor:
+    """Audio ``(..., length)`` from a spectrum ``(..., frames, bins)`` made by ``stft``.
+
+    ``tf.signal.inverse_stft`` with the Hann window as synthesis window (weighted
+    overlap-add), divided by the summed squared window, as ``librosa.istft`` does. So
+    ``istft(stft(x), len(x))`` gives back ``x`` to float precision, the last samples included.
+    (``tf.signal.inverse_stft_window_fn`` assumes every sample is covered by the same number of
+    frames; at the end of a centred clip fewer frames cover it, and its last up to
+    ``frame_length - hop_length`` samples would come out scaled wrongly.)
+    """
+    spectrum = tf.convert_to_tensor(spectrum)
+    if not spectrum.dtype.is_complex:
+        raise AudioError(f"spectrum must be complex (from stft); got dtype {spectrum.dtype.name}."
+                         " To apply a real mask: istft(tf.cast(mask, tf.complex64) * spectrum, "
+                         "length).")
+    if spectrum.shape.rank not in (2, 3):
+        raise AudioError(f"spectrum must have shape (frames, bins) or (batch, frames, bins); "
+                         f"got shape {tuple(spectrum.shape)}.")
+    frame_length = 2 * (int(spectrum.shape[-1]) - 1)
+    _check_frame_params(frame_length, hop_length)
+    if hop_length > frame_length // 2:
+        raise AudioError(f"hop_length {hop_length} leaves gaps for a Hann window of "
+                         f"{frame_length}; use hop_length <= {frame_length // 2}.")
+    frames, half = spectrum.shape[-2], frame_length // 2
+    if frames is not None and not 0 < length <= (frames - 1) * hop_length + half:
+        raise AudioError(f"asked for {length} samples but {frames} frames cover "
+                         f"{(frames - 1) * hop_length + half}; expected the clip length that "
+                         "stft was given.")
+    audio = tf.signal.inverse_stft(spectrum, frame_length, hop_length, fft_length=frame_length,
+                                   window_fn=hann_window)
+    window = hann_window(frame_length)
+    coverage = tf.signal.overlap_and_add(
+        tf.tile(tf.square(window)[None, :], [tf.shape(spectrum)[-2], 1]), hop_length)
+    audio = audio / tf.maximum(coverage, 1e-8)
+    return audio[..., half:half + length]
+
+
 @_plain_python
 def stft_magnitude(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
                    ) -> tf.Tensor:
-    """Magnitude STFT ``(..., frames, frame_length // 2 + 1)`` on librosa's centred frames."""
-    frames = frame(audio, frame_length, hop_length)
-    window = tf.signal.hann_window(frame_length, periodic=True)
-    return tf.abs(tf.signal.rfft(frames * window))
+    """``|stft(audio)|``, ``(..., frames, frame_length // 2 + 1)``."""
+    return tf.abs(stft(audio, frame_length, hop_length))
 
 
 def snr_db(clean, noisy) -> float:
@@ -182,21 +243,3 @@ def _check_frame_params(frame_length: int, hop_length: int) -> None:
     if not 0 < hop_length <= frame_length:
         raise AudioError(f"hop_length must be in 1..frame_length ({frame_length}); "
                          f"got {hop_length}.")
-
-
-# The synthesizer and the labels are part of the audio side too. They live in their own
-# modules (they import this one), and are reachable from here without an import cycle.
-_REEXPORTS = {
-    "helpers.synth": ("Segment", "synthesize", "add_noise", "vowel", "fricative", "silence"),
-    "helpers.labels": ("FrameLabels", "Voicing", "LabelError", "labels_from_segments",
-                       "labels_from_alignment", "labels_from_audio", "read_phone_alignment"),
-}
-
-
-def __getattr__(name: str):
-    import importlib
-
-    for module, names in _REEXPORTS.items():
-        if name in names:
-            return getattr(importlib.import_module(module), name)
-    raise AttributeError(f"module 'helpers.audio' has no attribute {name!r}")

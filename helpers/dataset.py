@@ -1,4 +1,5 @@
-"""The course data set: what is in ``data/``, and loading a clip with its labels.
+"""The course data set: what is in ``data/``, loading a clip with its labels, and the pieces
+of clips the notebooks train on (``crop``, ``excerpt``, ``Example``, batches with fresh noise).
 
 The synthetic clips are defined here (``SYNTHETIC_CLIPS``) and rendered by
 ``scripts/make_data.py``, which also writes ``data/manifest.json`` (sample rate, duration,
@@ -10,16 +11,19 @@ script and stored beside it, so no notebook has to wait for pyin.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
+import tensorflow as tf
 
-from helpers.audio import SAMPLE_RATE, load_audio
+from helpers.audio import SAMPLE_RATE, load_audio, num_frames, stft
 from helpers.labels import (
     FrameLabels,
     LabelError,
@@ -33,6 +37,7 @@ DATA_DIR = Path(
     os.environ.get("GRADIENT_CLINIC_DATA", Path(__file__).resolve().parents[1] / "data")
 )
 REAL_CLIP = "arctic_a0009"
+NOISE_RMS = 0.01  # the noise make_example adds to make a denoiser's input (-40 dBFS)
 
 
 @dataclass(frozen=True)
@@ -133,3 +138,102 @@ def real_clip_labels(num_samples: int) -> FrameLabels:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces of clips, and what the notebooks train on
+# ---------------------------------------------------------------------------------------------
+
+def crop(clip: Clip, seconds: float) -> Clip:
+    """The first ``seconds`` of a clip (audio, clean and labels), so a notebook can run an
+    eager per-frame loop in a second or two instead of ten."""
+    samples = int(round(seconds * clip.sample_rate))
+    if not 0 < samples <= len(clip.audio):
+        raise ValueError(f"seconds must be in (0, {clip.duration:.3f}] for {clip.name}; "
+                         f"got {seconds}.")
+    return dataclasses.replace(clip, audio=clip.audio[:samples], clean=clip.clean[:samples],
+                               labels=clip.labels.slice(0, num_frames(samples)))
+
+
+def excerpt(audio: np.ndarray, labels: FrameLabels, start_frame: int, stop_frame: int
+            ) -> tuple[np.ndarray, FrameLabels]:
+    """Audio and labels of frames ``start_frame .. stop_frame - 1`` of a clip.
+
+    The audio starts at sample ``start_frame * hop`` so the excerpt's centred frames sit on the
+    clip's frames, and has ``(stop - start - 1) * hop`` samples, i.e. exactly
+    ``stop - start`` frames.
+    """
+    if not 0 <= start_frame < stop_frame <= labels.num_frames:
+        raise LabelError(f"frames {start_frame}..{stop_frame} are not inside the clip's "
+                         f"{labels.num_frames} frames.")
+    if stop_frame - start_frame < 2:
+        raise LabelError("an excerpt needs at least two frames.")
+    hop = labels.hop_length
+    piece = np.asarray(audio)[start_frame * hop:(stop_frame - 1) * hop]
+    new_labels = labels.slice(start_frame, stop_frame)
+    new_labels.check_fits(len(piece), labels.sample_rate)
+    return piece, new_labels
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training example: the denoiser's input, the clean reference, and frame labels.
+
+    A ``Clip`` is a file of ``data/``; an ``Example`` is what a training step sees (often an
+    excerpt, with noise added by ``make_example``).
+    """
+
+    name: str
+    noisy: np.ndarray
+    reference: np.ndarray
+    labels: FrameLabels
+
+    @property
+    def num_frames(self) -> int:
+        return self.labels.num_frames
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in self.labels.counts().items())
+        seconds = len(self.reference) / self.labels.sample_rate
+        return f"{self.name}: {seconds:.2f} s, {self.num_frames} frames ({counts})"
+
+
+def make_example(name: str, reference: np.ndarray, labels: FrameLabels,
+                 noise_rms: float = NOISE_RMS, seed: int = 0) -> Example:
+    """A denoising example: ``noisy = reference + seeded white noise of RMS noise_rms``."""
+    reference = np.asarray(reference, dtype=np.float32)
+    labels.check_fits(len(reference), labels.sample_rate)
+    noise = np.random.default_rng(seed).standard_normal(len(reference)) * noise_rms
+    return Example(name, (reference + noise).astype(np.float32), reference, labels)
+
+
+def batch_of(clips: Sequence[Clip]) -> tuple[tf.Tensor, tf.Tensor]:
+    """The noisy ``stft`` ``(batch, frames, bins)`` and clean audio ``(batch, samples)`` of
+    clips of one length (for instance ``crop`` of each): a batch for the GRU denoiser."""
+    lengths = {len(c.audio) for c in clips}
+    if len(lengths) != 1:
+        raise ValueError(f"clips in one batch must have one length; got "
+                         f"{ {c.name: len(c.audio) for c in clips} }.")
+    noisy = stft(np.stack([c.audio for c in clips]))
+    clean = tf.constant(np.stack([c.clean for c in clips]), tf.float32)
+    return noisy, clean
+
+
+def noisy_crops(clips: Sequence[Clip], samples: int, rng: np.random.Generator
+                ) -> tuple[tf.Tensor, tf.Tensor]:
+    """One training batch: a random ``samples``-long window of each clip, with fresh noise.
+
+    The noise of a noisy clip (``audio - clean``) is rolled by a random amount before it is
+    added back, so the same noise meets the speech at a new place every step and the model
+    cannot learn one noise waveform by heart. Returns ``batch_of``'s two tensors.
+    """
+    noisy, clean = [], []
+    for clip in clips:
+        if not 0 < samples <= len(clip.audio):
+            raise ValueError(f"samples must be in 1..{len(clip.audio)} for {clip.name}; "
+                             f"got {samples}.")
+        start = int(rng.integers(0, len(clip.audio) - samples + 1))
+        noise = np.roll(clip.audio - clip.clean, int(rng.integers(0, len(clip.audio))))
+        clean.append(clip.clean[start:start + samples])
+        noisy.append((clip.clean + noise)[start:start + samples].astype(np.float32))
+    return stft(np.stack(noisy)), tf.constant(np.stack(clean), tf.float32)

@@ -14,8 +14,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import keras
 import numpy as np
 import tensorflow as tf
+
+from helpers.printing import norm_text
 
 Status = Literal["none", "zero", "nonfinite", "ok"]
 STATUSES: tuple[Status, ...] = ("ok", "zero", "nonfinite", "none")
@@ -35,7 +38,9 @@ class GradientReport(Sequence[GradientRow]):
     """The rows of a gradient report, in the order of the variables.
 
     Shows as a table in a notebook (HTML) and as plain text in a terminal; ``summary()``
-    gives one line such as ``5 variables: 5 none``.
+    gives one line such as ``5 variables: 5 none``. Norms print with three significant
+    digits; a norm below ``ROUNDOFF_FLOOR`` times the report's largest prints as ``~0`` (it is
+    roundoff, and its digits differ from one processor to the next), exactly 0 as ``0``.
     """
 
     def __init__(self, rows: Sequence[GradientRow]):
@@ -73,6 +78,14 @@ class GradientReport(Sequence[GradientRow]):
         _check_status(status)
         return status in self.statuses
 
+    def largest_norm(self) -> float | None:
+        """The largest finite norm in the report (None if there is none)."""
+        finite = [r.norm for r in self if r.norm is not None and math.isfinite(r.norm)]
+        return max(finite) if finite else None
+
+    def _norm(self, row: GradientRow) -> str:
+        return norm_text(row.norm, self.largest_norm())
+
     def summary(self) -> str:
         counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
         noun = "variable" if len(self) == 1 else "variables"
@@ -80,7 +93,7 @@ class GradientReport(Sequence[GradientRow]):
 
     def to_text(self) -> str:
         header = ("variable", "shape", "status", "norm")
-        body = [(r.name, _shape_text(r.shape), r.status, _norm_text(r.norm)) for r in self]
+        body = [(r.name, _shape_text(r.shape), r.status, self._norm(r)) for r in self]
         widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(4)]
         lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
                  for row in [header, *body]]
@@ -98,7 +111,7 @@ class GradientReport(Sequence[GradientRow]):
             f"<td style='text-align:left'><code>{html.escape(r.name)}</code></td>"
             f"<td>{html.escape(_shape_text(r.shape))}</td>"
             f"<td style='color:{colours[r.status]};font-weight:bold'>{r.status}</td>"
-            f"<td>{_norm_text(r.norm)}</td>"
+            f"<td>{self._norm(r)}</td>"
             "</tr>"
             for r in self
         )
@@ -206,11 +219,36 @@ def _shape_text(shape: tuple[int | None, ...]) -> str:
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
-def _norm_text(norm: float | None) -> str:
-    if norm is None:
-        return "-"
-    if math.isnan(norm):
-        return "nan"
-    if math.isinf(norm):
-        return "inf"
-    return f"{norm:.3g}" if norm != 0 else "0"
+
+
+
+def gradients_of(tape: tf.GradientTape, loss: tf.Tensor, variables: list,
+                 unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE
+                 ) -> list[tf.Tensor | None]:
+    """``tape.gradient(loss, variables, unconnected_gradients=...)`` that also works for Keras 3
+    variables with ``UnconnectedGradients.ZERO``.
+
+    Measured with TensorFlow 2.21 / Keras 3.15: asking for ZERO gradients of a Keras variable
+    that the loss does not reach raises ``AttributeError: 'str' object has no attribute
+    '_type_enum'`` (a Keras variable's ``dtype`` is a string, and the tape builds the zeros from
+    it). The TensorFlow variable behind each Keras variable (``variable.value``) gives the same
+    gradients and the zeros.
+    """
+    if unconnected_gradients == tf.UnconnectedGradients.ZERO:
+        variables = [getattr(v, "value", v) if isinstance(v, keras.Variable) else v
+                     for v in variables]
+    return tape.gradient(loss, variables, unconnected_gradients=unconnected_gradients)
+
+
+def max_abs_diff(a, b) -> float:
+    """Largest absolute difference between two tensors, or two equal-length lists of them
+    (two gradient lists, say). Print it with ``helpers.printing.bound_text``."""
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            raise ValueError(f"got {len(a)} and {len(b)} tensors; expected lists of one length.")
+        if not a:
+            return 0.0
+        return max(max_abs_diff(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        raise ValueError("cannot compare a None gradient; make every gradient non-None first.")
+    return float(tf.reduce_max(tf.abs(tf.cast(a, tf.float64) - tf.cast(b, tf.float64))))

@@ -1,8 +1,8 @@
-"""The frame-by-frame GRU denoiser of seed 000, and ``unroll``, which threads its state correctly.
+"""``unroll``: run a step model over every frame, threading its state correctly.
 
-The seed's model is a *step model*: it sees one noisy frame and the previous GRU state, and
-returns one enhanced frame and the next state. Somebody has to call it once per frame and hand
-each step's state to the next. ``unroll`` does that, and does it the way the tape needs:
+A *step model* (seed 000; ``helpers.denoiser.make_step_model``) sees one frame and the
+previous state, and returns one output and the next state. Somebody has to call it once per
+frame and hand each step's state to the next. ``unroll`` does that, the way the tape needs:
 
 * the state is threaded as **tensors** (never written into a ``tf.Variable``), so backprop
   reaches through every step back to the first;
@@ -13,97 +13,20 @@ each step's state to the next. ``unroll`` does that, and does it the way the tap
   ``tf.stop_gradient``: truncated backprop through time, on purpose. The forward values are
   exactly those of the full run; only the gradients are cut at the edges.
 
-The model itself (``make_step_model``) is a small spectral-mask denoiser built on
-``keras.layers.GRUCell``: frame -> log-magnitude spectrum -> GRU -> per-bin mask in [0, 1] ->
-masked spectrum -> enhanced frame. Frames are the centred frames of ``helpers.audio.frame``
-and the enhanced frames go back to audio with ``helpers.audio.overlap_add``
-(``tf.signal.overlap_and_add``). With a mask of ones the whole path gives back its input.
+Beside it, the references it is checked against (``reference_loop``,
+``keras_rnn_reference``) and the seed's own output helper, ``seed_output_audio``, which
+leaves TensorFlow and so cuts the tape (notebooks 01 and 02).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import keras
-import matplotlib.pyplot as plt
 import numpy as np
 import tensorflow as tf
-from matplotlib.figure import Figure
 
-from helpers.audio import FRAME_LENGTH, HOP_LENGTH, frame, overlap_add
-
-UNITS = 32  # GRU state size: small enough to train in seconds on a CPU
-EPS = 1e-3  # magnitude floor of the log spectrum (keeps gradients bounded near silence)
-# Fixed affine map of the log magnitude to roughly zero mean, unit spread on the course clips,
-# so the GRU gates start unsaturated (tests/test_gru_state.py checks it on utterance_1).
-FEATURE_OFFSET = -0.7
-FEATURE_SCALE = 1.0
-
-
-# --------------------------------------------------------------------------- the step model
-
-
-class LogMagnitude(keras.layers.Layer):
-    """Frame ``(..., frame_length)`` -> scaled log magnitude ``(..., frame_length // 2 + 1)``.
-
-    ``0.5 * log(|X|^2 + eps^2)`` instead of ``log(|X|)``: finite, with bounded gradients, on
-    silent frames (FACTS.md, audio side).
-    """
-
-    def __init__(self, eps: float = EPS, offset: float = FEATURE_OFFSET,
-                 scale: float = FEATURE_SCALE, **kwargs):
-        super().__init__(**kwargs)
-        self.eps, self.offset, self.scale = float(eps), float(offset), float(scale)
-
-    def call(self, frames):
-        spectrum = tf.signal.rfft(frames)
-        power = tf.math.real(spectrum) ** 2 + tf.math.imag(spectrum) ** 2
-        return (0.5 * tf.math.log(power + self.eps**2) - self.offset) / self.scale
-
-    def compute_output_shape(self, input_shape):
-        return (*input_shape[:-1], input_shape[-1] // 2 + 1)
-
-    def get_config(self):
-        return {**super().get_config(), "eps": self.eps, "offset": self.offset,
-                "scale": self.scale}
-
-
-class ApplyMask(keras.layers.Layer):
-    """``[frame, mask]`` -> ``irfft(mask * rfft(frame))``: the frame with each bin scaled."""
-
-    def call(self, inputs):
-        frames, mask = inputs
-        spectrum = tf.signal.rfft(frames)
-        length = frames.shape[-1]
-        return tf.signal.irfft(spectrum * tf.cast(mask, spectrum.dtype), fft_length=[length])
-
-    def compute_output_shape(self, input_shape):
-        return input_shape[0]
-
-
-def make_step_model(units: int = UNITS, frame_length: int = FRAME_LENGTH) -> keras.Model:
-    """The seed's step model: ``[noisy_frame, previous_state] -> [enhanced_frame, next_state]``.
-
-    Shapes: ``noisy_frame`` and ``enhanced_frame`` are ``(batch, frame_length)``, the states
-    ``(batch, units)``. Five trainable variables: ``gru_cell/{kernel, recurrent_kernel, bias}``
-    and ``mask/{kernel, bias}``. Layer names are fixed, so variable names are the same however
-    many models a notebook builds. Call ``make_deterministic`` first for repeatable weights.
-    """
-    if int(units) <= 0:
-        raise ValueError(f"units must be a positive integer; got {units}.")
-    if int(frame_length) <= 0 or int(frame_length) % 2:
-        raise ValueError(f"frame_length must be a positive even number; got {frame_length}.")
-    bins = frame_length // 2 + 1
-    noisy_frame = keras.Input((frame_length,), name="noisy_frame")
-    previous_state = keras.Input((units,), name="previous_state")
-    features = LogMagnitude(name="features")(noisy_frame)
-    gru_output, [next_state] = keras.layers.GRUCell(units, name="gru_cell")(
-        features, [previous_state])
-    mask = keras.layers.Dense(bins, activation="sigmoid", name="mask")(gru_output)
-    enhanced_frame = ApplyMask(name="apply_mask")([noisy_frame, mask])
-    return keras.Model([noisy_frame, previous_state], [enhanced_frame, next_state],
-                       name="step_model")
+from helpers.audio import HOP_LENGTH
 
 
 def state_size(step_model: keras.Model) -> int:
@@ -204,7 +127,8 @@ def _check_step_model(step_model) -> None:
     if not isinstance(step_model, keras.Model) or inputs is None or len(inputs) != 2:
         raise TypeError("step_model must be a Keras model with two inputs, [frame, state], "
                         f"and two outputs, [output_frame, next_state]; got "
-                        f"{type(step_model).__name__}. Build one with make_step_model().")
+                        f"{type(step_model).__name__}. Build one with "
+                        "helpers.denoiser.make_step_model().")
 
 
 def _checked_inputs(step_model, frames, initial_state):
@@ -261,169 +185,37 @@ def keras_rnn_reference(step_model: keras.Model, frames, initial_state
                         ) -> tuple[tf.Tensor, tf.Tensor]:
     """The same computation with ``keras.layers.RNN`` over the step model's own ``GRUCell``.
 
-    The per-frame layers (features, mask, apply_mask) run on all frames at once; Keras runs
-    the recurrence. Same variables as the step model, so gradients can be compared one to one.
+    For ``helpers.denoiser.make_step_model``: the per-frame layers (features, mask) run on
+    all frames at once; Keras runs the recurrence. Same variables as the step model, so
+    gradients can be compared one to one.
     """
     frames = tf.convert_to_tensor(frames)
     cell = step_model.get_layer("gru_cell")
     rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     features = step_model.get_layer("features")(frames)
     sequence, final_state = rnn(features, initial_state=[initial_state])
-    mask = step_model.get_layer("mask")(sequence)
-    return step_model.get_layer("apply_mask")([frames, mask]), final_state
+    return step_model.get_layer("mask")(sequence), final_state
 
 
-def numpy_overlap_add(outputs_by_frame: Mapping[int, tf.Tensor], length: int,
-                      hop_length: int = HOP_LENGTH) -> tf.Tensor:
+def seed_output_audio(masks_by_frame: Mapping[int, tf.Tensor], noisy_spectrum,
+                      length: int, hop_length: int = HOP_LENGTH) -> tf.Tensor:
     """The seed's output helper, written the way many people write it: **it cuts the tape**.
 
-    Same numbers as ``helpers.audio.overlap_add`` (Hann-weighted overlap-add of batch-1
-    frames, trimmed to ``length``), but the frames leave TensorFlow through ``.numpy()``: the
-    tensor it returns is a new constant the tape has never seen produced. Notebook 01 shows it.
+    ``masks_by_frame`` maps frame index -> ``(1, bins)`` mask, as the seed's loop collects
+    them; ``noisy_spectrum`` is ``(1, frames, bins)`` from ``helpers.audio.stft``. Same numbers
+    as ``helpers.denoiser.apply_masks`` (NumPy inverse FFT, Hann synthesis window,
+    overlap-add, divided by the summed squared window), but the masks leave TensorFlow through
+    ``.numpy()``: the tensor it returns is a new constant the tape has never seen produced.
     """
-    frames = [outputs_by_frame[t].numpy()[0] for t in range(len(outputs_by_frame))]
-    frame_length = frames[0].shape[-1]
-    window = np.hanning(frame_length + 1)[:-1].astype(np.float32)  # periodic Hann
-    buffer = np.zeros(frame_length + hop_length * (len(frames) - 1), np.float32)
+    spectrum = np.asarray(noisy_spectrum)[0]
+    frame_length = 2 * (spectrum.shape[-1] - 1)
+    window = np.hanning(frame_length + 1)[:-1]  # periodic Hann
+    buffer = np.zeros(frame_length + hop_length * (len(masks_by_frame) - 1))
     coverage = np.zeros_like(buffer)
-    for t, values in enumerate(frames):
-        buffer[t * hop_length:t * hop_length + frame_length] += values * window
-        coverage[t * hop_length:t * hop_length + frame_length] += window
-    audio = buffer / np.maximum(coverage, 1e-3)
-    start = frame_length // 2
-    return tf.convert_to_tensor(audio[None, start:start + length])
-
-
-# --------------------------------------------------------------------------- data and audio
-
-
-def crop(clip, seconds: float):
-    """The first ``seconds`` of a ``helpers.dataset.Clip`` (audio, clean and labels), so a
-    notebook can run an eager per-frame loop in a second or two instead of ten."""
-    from helpers.audio import num_frames
-
-    samples = int(round(seconds * clip.sample_rate))
-    if not 0 < samples <= len(clip.audio):
-        raise ValueError(f"seconds must be in (0, {clip.duration:.3f}] for {clip.name}; "
-                         f"got {seconds}.")
-    return dataclasses.replace(clip, audio=clip.audio[:samples], clean=clip.clean[:samples],
-                               labels=clip.labels.slice(0, num_frames(samples)))
-
-
-def clip_frames(audio) -> tf.Tensor:
-    """Centred frames of one clip, as a batch of one: ``(1, time, FRAME_LENGTH)``."""
-    return frame(np.asarray(audio, np.float32))[tf.newaxis]
-
-
-def batch_of(clips: Sequence) -> tuple[tf.Tensor, tf.Tensor]:
-    """Noisy frames ``(batch, time, FRAME_LENGTH)`` and clean audio ``(batch, samples)`` of
-    ``helpers.dataset.Clip`` objects of one length (for instance ``crop`` of each)."""
-    lengths = {len(c.audio) for c in clips}
-    if len(lengths) != 1:
-        raise ValueError(f"clips in one batch must have one length; got "
-                         f"{ {c.name: len(c.audio) for c in clips} }.")
-    noisy = tf.stack([frame(c.audio) for c in clips])
-    clean = tf.constant(np.stack([c.clean for c in clips]), tf.float32)
-    return noisy, clean
-
-
-def noisy_crops(clips: Sequence, samples: int, rng: np.random.Generator
-                ) -> tuple[tf.Tensor, tf.Tensor]:
-    """One training batch: a random ``samples``-long window of each clip, with fresh noise.
-
-    The noise of a noisy clip (``audio - clean``) is rolled by a random amount before it is
-    added back, so the same white noise meets the speech at a new place every step and the
-    model cannot learn one noise waveform by heart. Returns ``batch_of``'s two tensors.
-    """
-    noisy, clean = [], []
-    for clip in clips:
-        if not 0 < samples <= len(clip.audio):
-            raise ValueError(f"samples must be in 1..{len(clip.audio)} for {clip.name}; "
-                             f"got {samples}.")
-        start = int(rng.integers(0, len(clip.audio) - samples + 1))
-        noise = np.roll(clip.audio - clip.clean, int(rng.integers(0, len(clip.audio))))
-        clean.append(clip.clean[start:start + samples])
-        noisy.append((clip.clean + noise)[start:start + samples].astype(np.float32))
-    return tf.stack([frame(a) for a in noisy]), tf.constant(np.stack(clean), tf.float32)
-
-
-def denoising_loss(clean_audio, enhanced_audio) -> tf.Tensor:
-    """Mean squared error of each clip, summed over the batch (the seed's ``total_loss``)."""
-    return tf.reduce_sum(tf.reduce_mean(tf.square(clean_audio - enhanced_audio), axis=-1))
-
-
-def frames_to_audio(frames, length: int) -> tf.Tensor:
-    """Enhanced frames ``(batch, time, FRAME_LENGTH)`` -> audio ``(batch, length)``, in TF."""
-    return overlap_add(frames, hop_length=HOP_LENGTH, length=length)
-
-
-def enhance(step_model: keras.Model, noisy_audio, chunk_size: int | None = None) -> tf.Tensor:
-    """One ``(samples,)`` noisy clip -> the enhanced ``(samples,)`` clip, all in TensorFlow:
-    frame, ``unroll``, overlap-add. Differentiable, and usable inside ``tf.function``."""
-    noisy_audio = np.asarray(noisy_audio, np.float32)
-    outputs, _ = unroll(step_model, clip_frames(noisy_audio), chunk_size=chunk_size)
-    return frames_to_audio(outputs, len(noisy_audio))[0]
-
-
-def denoise(step_model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:
-    """Enhance one clip (inference); returns audio with the input's length as a NumPy array."""
-    return enhance(step_model, noisy_audio, chunk_size).numpy()
-
-
-def diff_text(difference: float) -> str:
-    """A rounding-noise difference as a decade bound (``"< 1e-7"``), or ``"0"`` if exact.
-
-    The digits of a 3e-8 difference depend on the CPU's summation order; its decade is what
-    the lesson needs, and it does not change from one machine to the next.
-    """
-    if difference == 0:
-        return "0"
-    if not np.isfinite(difference):
-        return str(difference)
-    return f"< 1e{int(np.floor(np.log10(difference))) + 1}"
-
-
-def max_abs_diff(a, b) -> float:
-    """Largest absolute difference between two tensors, or two equal-length lists of them."""
-    if isinstance(a, (list, tuple)):
-        if len(a) != len(b):
-            raise ValueError(f"got {len(a)} and {len(b)} tensors; expected lists of one length.")
-        if not a:
-            return 0.0
-        return max(max_abs_diff(x, y) for x, y in zip(a, b))
-    if a is None or b is None:
-        raise ValueError("cannot compare a None gradient; make every gradient non-None first.")
-    return float(tf.reduce_max(tf.abs(tf.cast(a, tf.float64) - tf.cast(b, tf.float64))))
-
-
-# --------------------------------------------------------------------------- picture
-
-
-def plot_state_gradients(curves: Mapping[str, Sequence[float | None]],
-                         title: str = "how far back the loss reaches: |d loss / d state_t|"
-                         ) -> Figure:
-    """One line per way of running the loop: the norm of d loss / d state_t at each step t.
-
-    A step whose gradient is None is drawn as a grey cross on the bottom edge, not as a value.
-    """
-    if not curves:
-        raise ValueError("plot_state_gradients needs at least one curve, e.g. {'full': norms}.")
-    fig, ax = plt.subplots(figsize=(7.5, 3.4), layout="constrained")
-    finite = [v for norms in curves.values() for v in norms if v]
-    lo = 10 ** np.floor(np.log10(min(finite)) - 0.5) if finite else 1e-6
-    for (label, norms), style in zip(curves.items(), ["-", "--", ":", "-."]):
-        steps = np.arange(len(norms))
-        values = np.array([np.nan if v is None else v for v in norms], float)
-        ax.plot(steps, values, style, marker=".", label=label)
-        missing = steps[np.isnan(values)]
-        if len(missing):
-            ax.plot(missing, np.full(len(missing), lo), "x", color="#555555", clip_on=False,
-                    label=f"{label}: None")
-    ax.set_yscale("log")
-    ax.set_ylim(bottom=lo)
-    ax.set_xlabel("step t (frame)")
-    ax.set_ylabel("|d loss / d state_t|")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", frameon=False)
-    return fig
+    for t in range(len(masks_by_frame)):
+        frame = np.fft.irfft(masks_by_frame[t].numpy()[0] * spectrum[t], n=frame_length)
+        buffer[t * hop_length:t * hop_length + frame_length] += frame * window
+        coverage[t * hop_length:t * hop_length + frame_length] += window**2
+    audio = buffer / np.maximum(coverage, 1e-8)
+    start = frame_length // 2  # frames are centred: drop the half frame of padding
+    return tf.convert_to_tensor(audio[np.newaxis, start:start + length], tf.float32)

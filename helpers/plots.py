@@ -1,5 +1,6 @@
-"""Pictures: gradient reports (per-variable norms, before/after panels, norms over training)
-and the spectrogram of a clip with its per-frame labels.
+"""Every picture of the course: gradient reports (per-variable norms, before/after panels,
+norms over training), how far back through time a gradient reaches, and the spectrogram of a
+clip with its per-frame labels.
 
 A None gradient, a zero gradient and a NaN gradient must never look like a small norm, and
 never like each other. On the log-scale bar plot a healthy gradient is a bar; the other three
@@ -205,20 +206,19 @@ def _check_report(report: object) -> None:
 
 def plot_spectrogram(audio, sample_rate: int = 16_000, labels=None, title: str | None = None
                      ) -> Figure:
-    """Log-magnitude spectrogram (``librosa.display.specshow``, the course's STFT settings),
+    """Log-magnitude spectrogram of ``helpers.audio.stft``, drawn by ``librosa.display.specshow``,
     with a strip underneath colouring each frame silent / voiced / unvoiced when ``labels``
     (``helpers.labels.FrameLabels``) are given, and the labelled f0 drawn on voiced frames."""
     import librosa
     import librosa.display
 
-    from helpers.audio import FRAME_LENGTH, HOP_LENGTH, check_audio
+    from helpers.audio import HOP_LENGTH, check_audio, stft_magnitude
 
     audio = np.asarray(audio.numpy() if hasattr(audio, "numpy") else audio, dtype=np.float32)
     check_audio(audio)
     if labels is not None:
         labels.check_fits(len(audio), sample_rate)
-    magnitude = np.abs(librosa.stft(audio, n_fft=FRAME_LENGTH, hop_length=HOP_LENGTH,
-                                    center=True, pad_mode="constant"))
+    magnitude = stft_magnitude(audio).numpy().T  # (bins, frames), as librosa.display expects
     db = librosa.amplitude_to_db(magnitude, ref=np.max, amin=1e-5, top_db=None)
     rows = 2 if labels is not None else 1
     fig, axes = plt.subplots(rows, 1, figsize=(8, 3.6 if rows == 2 else 3.0), sharex=True,
@@ -247,4 +247,34 @@ def plot_spectrogram(audio, sample_rate: int = 16_000, labels=None, title: str |
                               ((0, "silent"), (1, "voiced"), (2, "unvoiced"))],
                      loc="upper center", bbox_to_anchor=(0.5, -0.9), ncol=3, fontsize="small",
                      frameon=False)
+    return fig
+
+
+def plot_state_gradients(curves: Mapping[str, Sequence[float | None]],
+                         title: str = "how far back the loss reaches: |d loss / d state_t|"
+                         ) -> Figure:
+    """One line per way of running the loop: the norm of d loss / d state_t at each step t.
+
+    A step whose gradient is None is drawn as a grey cross on the bottom edge, not as a value.
+    """
+    if not curves:
+        raise ValueError("plot_state_gradients needs at least one curve, e.g. {'full': norms}.")
+    fig, ax = plt.subplots(figsize=(7.5, 3.4), layout="constrained")
+    finite = [v for norms in curves.values() for v in norms if v]
+    lo = 10 ** np.floor(np.log10(min(finite)) - 0.5) if finite else 1e-6
+    for (label, norms), style in zip(curves.items(), ["-", "--", ":", "-."]):
+        steps = np.arange(len(norms))
+        values = np.array([np.nan if v is None else v for v in norms], float)
+        ax.plot(steps, values, style, marker=".", label=label)
+        missing = steps[np.isnan(values)]
+        if len(missing):
+            ax.plot(missing, np.full(len(missing), lo), "x", color="#555555", clip_on=False,
+                    label=f"{label}: None")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=lo)
+    ax.set_xlabel("step t (frame)")
+    ax.set_ylabel("|d loss / d state_t|")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", frameon=False)
     return fig

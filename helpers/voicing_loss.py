@@ -24,17 +24,9 @@ adds a third term on frames that are not voiced, the **reconstruction error**
 (``reconstruction_errors``), so that a file without speech still says what the model should
 output: the reference (silence, on a silent file).
 
-Labels come from ``helpers.labels`` and are re-exported here: ``labels_from_segments`` (known
-by construction for the synthetic clips), ``labels_from_alignment`` (a phone alignment plus
-measured tracks, for the real clip) and ``labels_from_audio`` for any new recording (pyin for
-voicing and f0, LPC for F1/F2, and an absolute RMS threshold for silence, because
-``librosa.effects.split`` with its default ``ref=np.max`` calls an all-zero file speech). Its
-first call in a process pays numba's compile cost for pyin (FACTS.md: about 15 s on a fresh
-machine; 2.7 s measured once numba's on-disk cache is filled), so notebooks use the stored
-labels of ``helpers.dataset.load_clip`` instead.
-
-Labels are Python-side constants (NumPy). To run a loss inside ``tf.function``, close over the
-labels (``as_tf_function(loss_fn, labels)`` does it).
+Labels come from ``helpers.labels`` (``helpers.dataset.load_clip`` gives every clip with
+its labels). They are Python-side constants (NumPy): to run a loss inside ``tf.function``,
+close over the labels (``as_tf_function(loss_fn, labels)`` does it).
 """
 
 from __future__ import annotations
@@ -42,7 +34,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -54,32 +45,12 @@ from helpers.audio import (
     check_sample_rate,
     stft_magnitude,
 )
-from helpers.labels import (  # re-exported: this module is the voicing side of the course
-    FrameLabels,
-    LabelError,
-    Voicing,
-    labels_from_alignment,
-    labels_from_audio,
-    labels_from_segments,
-)
-
-__all__ = [
-    "EPSILON", "LOG_EPS", "NOISE_RMS", "NUM_HARMONICS", "SILENCE_WEIGHT", "as_tf_function",
-    "check_loss_inputs", "cond_loop_loss_on_magnitudes", "cond_loop_voicing_loss", "denoise",
-    "Example", "excerpt", "formant_errors", "FrameLabels", "frames_reached", "gradients_of",
-    "harmonic_errors", "LabelError", "labels_from_alignment", "labels_from_audio",
-    "labels_from_segments", "locate_break", "log_compress", "loss_and_gradients",
-    "make_denoiser", "make_example", "make_train_step", "masked_loss_on_magnitudes",
-    "masked_voicing_loss", "mean_abs_change", "optimizer_slot_norm", "seed_frame_conditions",
-    "reconstruction_errors", "snapshot", "TrainingState", "Voicing", "voicing_masks",
-    "VoicingMasks",
-]
+from helpers.labels import FrameLabels, LabelError, Voicing
 
 EPSILON = 1e-5  # the seed's epsilon, added to every frame's error (a constant: no gradient)
 LOG_EPS = 1e-3  # floor of the log compression: -60 dB below a magnitude of 1
 NUM_HARMONICS = 8  # harmonics 1..8 of f0: all below 3.2 kHz for f0 up to 400 Hz
 SILENCE_WEIGHT = 1.0  # default weight of the term that covers silent and unvoiced frames
-NOISE_RMS = 0.01  # the noise the course adds to make a denoiser's input (-40 dBFS)
 
 Compress = Callable[[tf.Tensor], tf.Tensor]
 
@@ -264,7 +235,8 @@ def _check_labels(labels: FrameLabels) -> None:
                          f"{labels.hop_length}; the losses use {FRAME_LENGTH} and {HOP_LENGTH}.")
 
 
-def _magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
+def magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
+    """``stft_magnitude`` of reference and estimate: what both losses read."""
     reference = tf.convert_to_tensor(reference, tf.float32)
     estimate = tf.convert_to_tensor(estimate, tf.float32)  # a Variable stays on the tape
     return stft_magnitude(reference), stft_magnitude(estimate)
@@ -296,7 +268,7 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
     labels instead of a per-frame pitch tracker.
     """
     check_loss_inputs(reference, estimate, labels, sample_rate)
-    ref_mag, est_mag = _magnitudes(reference, estimate)
+    ref_mag, est_mag = magnitudes(reference, estimate)
     return cond_loop_loss_on_magnitudes(ref_mag, est_mag, labels, back_prop=back_prop,
                                         else_scale=else_scale, pad_lookahead=pad_lookahead,
                                         sample_rate=sample_rate)
@@ -391,7 +363,7 @@ def masked_voicing_loss(reference, estimate, labels: FrameLabels,
     check_loss_inputs(reference, estimate, labels, sample_rate)
     if not np.isfinite(silence_weight) or silence_weight < 0:
         raise ValueError(f"silence_weight must be a finite number >= 0; got {silence_weight}.")
-    ref_mag, est_mag = _magnitudes(reference, estimate)
+    ref_mag, est_mag = magnitudes(reference, estimate)
     return masked_loss_on_magnitudes(ref_mag, est_mag, labels, silence_weight, sample_rate)
 
 
@@ -423,97 +395,7 @@ def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: Fr
 
 
 # ---------------------------------------------------------------------------------------------
-# Examples and the tiny denoiser whose gradients the notebooks inspect
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Example:
-    """One training example: the denoiser's input, the clean reference, and frame labels."""
-
-    name: str
-    noisy: np.ndarray
-    reference: np.ndarray
-    labels: FrameLabels
-
-    @property
-    def num_frames(self) -> int:
-        return self.labels.num_frames
-
-    def describe(self) -> str:
-        counts = ", ".join(f"{n} {k}" for k, n in self.labels.counts().items())
-        seconds = len(self.reference) / self.labels.sample_rate
-        return f"{self.name}: {seconds:.2f} s, {self.num_frames} frames ({counts})"
-
-
-def excerpt(audio: np.ndarray, labels: FrameLabels, start_frame: int, stop_frame: int
-            ) -> tuple[np.ndarray, FrameLabels]:
-    """Audio and labels of frames ``start_frame .. stop_frame - 1`` of a clip.
-
-    The audio starts at sample ``start_frame * hop`` so the excerpt's centred frames sit on the
-    clip's frames, and has ``(stop - start - 1) * hop`` samples, i.e. exactly
-    ``stop - start`` frames.
-    """
-    if not 0 <= start_frame < stop_frame <= labels.num_frames:
-        raise LabelError(f"frames {start_frame}..{stop_frame} are not inside the clip's "
-                         f"{labels.num_frames} frames.")
-    if stop_frame - start_frame < 2:
-        raise LabelError("an excerpt needs at least two frames.")
-    hop = labels.hop_length
-    piece = np.asarray(audio)[start_frame * hop:(stop_frame - 1) * hop]
-    new_labels = labels.slice(start_frame, stop_frame)
-    new_labels.check_fits(len(piece), labels.sample_rate)
-    return piece, new_labels
-
-
-def make_example(name: str, reference: np.ndarray, labels: FrameLabels,
-                 noise_rms: float = NOISE_RMS, seed: int = 0) -> Example:
-    """A denoising example: ``noisy = reference + seeded white noise of RMS noise_rms``."""
-    reference = np.asarray(reference, dtype=np.float32)
-    labels.check_fits(len(reference), labels.sample_rate)
-    noise = np.random.default_rng(seed).standard_normal(len(reference)) * noise_rms
-    return Example(name, (reference + noise).astype(np.float32), reference, labels)
-
-
-class Gain(keras.layers.Layer):
-    """Multiplies its input by one trainable scalar, ``gain`` (starts at 1)."""
-
-    def build(self, input_shape):
-        self.gain = self.add_weight(shape=(), initializer="ones", name="gain")
-
-    def call(self, inputs):
-        return inputs * self.gain
-
-
-def make_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = None
-                  ) -> keras.Model:
-    """A tiny waveform denoiser: ``estimate = gain * noisy + mix(tanh(filter_bank(noisy)))``.
-
-    A bank of ``channels`` FIR filters, a tanh, a 1x1 mix back to one channel, plus the input
-    scaled by a trainable ``gain`` (starts at 1), so an untrained model starts close to passing
-    its input through, like a pre-trained model being fine-tuned. Five variables: two kernels,
-    two biases and the gain. With ``seed`` the initial weights come from that seed and the
-    global random state is left alone; without it they follow ``make_deterministic``.
-    """
-    noisy = keras.Input(shape=(None, 1), name="noisy")
-    hidden = keras.layers.Conv1D(channels, kernel_size, padding="same", activation="tanh",
-                                 kernel_initializer=keras.initializers.GlorotUniform(seed=seed),
-                                 name="filter_bank")(noisy)
-    correction = keras.layers.Conv1D(
-        1, 1, name="mix",
-        kernel_initializer=keras.initializers.RandomNormal(stddev=0.05, seed=seed))(hidden)
-    passed = Gain(name="skip")(noisy)
-    estimate = keras.layers.Add(name="estimate")([passed, correction])
-    return keras.Model(noisy, estimate, name="denoiser")
-
-
-def denoise(model: keras.Model, noisy) -> tf.Tensor:
-    """Run the denoiser on one ``(samples,)`` clip; returns the ``(samples,)`` estimate."""
-    noisy = tf.convert_to_tensor(noisy, tf.float32)
-    return model(noisy[None, :, None])[0, :, 0]
-
-
-# ---------------------------------------------------------------------------------------------
-# Gradients, graphs and optimizer bookkeeping the notebooks share
+# Running a loss inside tf.function
 # ---------------------------------------------------------------------------------------------
 
 LossFn = Callable[..., tf.Tensor]
@@ -539,156 +421,3 @@ def as_tf_function(loss_fn: LossFn, labels: FrameLabels, **loss_kwargs) -> LossF
 
     loss.__name__ = f"tf.function({getattr(loss_fn, '__name__', 'loss')})"
     return loss
-
-
-def loss_and_gradients(model: keras.Model, example: Example, loss_fn: LossFn,
-                       unconnected_gradients: tf.UnconnectedGradients
-                       = tf.UnconnectedGradients.NONE, **loss_kwargs
-                       ) -> tuple[float, list[tf.Tensor | None]]:
-    """One forward pass of the denoiser on ``example`` and the gradient of ``loss_fn`` with
-    respect to its trainable variables (a list that lines up with them; entries may be None)."""
-    with tf.GradientTape() as tape:
-        estimate = denoise(model, example.noisy)
-        loss = loss_fn(example.reference, estimate, example.labels, **loss_kwargs)
-    return float(loss), gradients_of(tape, loss, model.trainable_variables, unconnected_gradients)
-
-
-def gradients_of(tape: tf.GradientTape, loss: tf.Tensor, variables: list,
-                 unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE
-                 ) -> list[tf.Tensor | None]:
-    """``tape.gradient(loss, variables, unconnected_gradients=...)`` that also works for Keras 3
-    variables with ``UnconnectedGradients.ZERO``.
-
-    Measured with TensorFlow 2.21 / Keras 3.15: asking for ZERO gradients of a Keras variable
-    that the loss does not reach raises ``AttributeError: 'str' object has no attribute
-    '_type_enum'`` (a Keras variable's ``dtype`` is a string, and the tape builds the zeros from
-    it). The TensorFlow variable behind each Keras variable (``variable.value``) gives the same
-    gradients and the zeros.
-    """
-    if unconnected_gradients == tf.UnconnectedGradients.ZERO:
-        variables = [getattr(v, "value", v) if isinstance(v, keras.Variable) else v
-                     for v in variables]
-    return tape.gradient(loss, variables, unconnected_gradients=unconnected_gradients)
-
-
-class _Checkpoint:
-    """A named place in the forward pass, for a gradient report row."""
-
-    def __init__(self, name: str, shape: tuple[int, ...]):
-        self.name = name
-        self.shape = shape
-
-
-def locate_break(model: keras.Model, example: Example, loss_fn: LossFn = None,
-                 **loss_kwargs):
-    """How far back from the loss the gradient reaches, as a gradient report.
-
-    Rows: each model variable, then the model output (``estimate``), then the estimate's STFT
-    magnitudes, then one row per kind of frame term the loss can reach. A row is ``none`` when
-    the loss does not depend on it at all. Reading from the bottom up, the first ``none`` row
-    is where the path breaks. ``loss_fn`` is ``cond_loop_voicing_loss`` (default) or
-    ``masked_voicing_loss``.
-    """
-    from helpers.gradients import gradient_report
-
-    loss_fn = loss_fn or cond_loop_voicing_loss
-    core = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
-            masked_voicing_loss: masked_loss_on_magnitudes}.get(loss_fn)
-    if core is None:
-        raise ValueError("locate_break knows cond_loop_voicing_loss and masked_voicing_loss; "
-                         f"got {getattr(loss_fn, '__name__', loss_fn)!r}.")
-    check_loss_inputs(example.reference, example.noisy, example.labels)
-    variables = list(model.trainable_variables)
-    with tf.GradientTape() as tape:
-        estimate = denoise(model, example.noisy)
-        ref_mag, est_mag = _magnitudes(example.reference, estimate)
-        tape.watch(est_mag)
-        loss = core(ref_mag, est_mag, example.labels, **loss_kwargs)
-    grads = tape.gradient(loss, [*variables, estimate, est_mag])
-    checkpoints = [*variables,
-                   _Checkpoint("estimate (model output)", tuple(estimate.shape)),
-                   _Checkpoint("|STFT| of estimate", tuple(est_mag.shape))]
-    return gradient_report(grads, checkpoints)
-
-
-def frames_reached(model: keras.Model, example: Example, loss_fn: LossFn = None,
-                   **loss_kwargs) -> np.ndarray:
-    """Per frame: does the loss depend on that frame of the estimate's STFT magnitude?
-    (True where the gradient with respect to the frame is non-zero.) All False when the
-    gradient is None."""
-    loss_fn = loss_fn or cond_loop_voicing_loss
-    core = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
-            masked_voicing_loss: masked_loss_on_magnitudes}[loss_fn]
-    estimate = denoise(model, example.noisy)
-    ref_mag, est_mag = _magnitudes(example.reference, estimate)
-    with tf.GradientTape() as tape:
-        tape.watch(est_mag)
-        loss = core(ref_mag, est_mag, example.labels, **loss_kwargs)
-    grad = tape.gradient(loss, est_mag)
-    if grad is None:
-        return np.zeros(example.num_frames, dtype=bool)
-    return tf.reduce_any(tf.not_equal(grad, 0.0), axis=-1).numpy()
-
-
-def snapshot(model: keras.Model) -> list[np.ndarray]:
-    """A copy of the model's trainable weights, to measure how far a step moves them."""
-    return [np.array(v.numpy()) for v in model.trainable_variables]
-
-
-def mean_abs_change(before: list[np.ndarray], model: keras.Model) -> float:
-    """Mean absolute change of all trainable weights since ``snapshot`` (one number)."""
-    after = snapshot(model)
-    diffs = np.concatenate([np.abs(a - b).ravel() for a, b in zip(after, before)])
-    return float(diffs.mean())
-
-
-class TrainingState:
-    """The weights of a model and the state of its optimizer (Adam's iteration count,
-    momentum and velocity), saved so several "what if the next step were ..." experiments can
-    start from exactly the same point. ``restore()`` puts them back."""
-
-    def __init__(self, model: keras.Model, optimizer: keras.optimizers.Optimizer):
-        if not optimizer.built:
-            optimizer.build(model.trainable_variables)
-        self.model, self.optimizer = model, optimizer
-        self._variables = [*model.trainable_variables, *optimizer.variables]
-        self._values = [np.array(v.numpy()) for v in self._variables]
-
-    def restore(self) -> None:
-        for variable, value in zip(self._variables, self._values):
-            variable.assign(value)
-
-
-def optimizer_slot_norm(optimizer: keras.optimizers.Optimizer, slot: str = "momentum") -> float:
-    """Global norm of Adam's ``momentum`` (first moment) or ``velocity`` (second moment)."""
-    values = [v for v in optimizer.variables if v.path.endswith("_" + slot)]
-    if not values:
-        raise ValueError(f"the optimizer has no '{slot}' variables (is it Adam, and built?).")
-    return float(tf.linalg.global_norm([tf.convert_to_tensor(v) for v in values]))
-
-
-def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                    examples: list[Example], loss_fn: LossFn = None, **loss_kwargs):
-    """A ``tf.function`` training step over a fixed batch of examples (a Python list: the clips
-    may differ in length): mean loss over the batch, gradients, one optimizer step.
-
-    Returns ``step() -> (loss, grads)`` so each step's gradients can be reported.
-    """
-    loss_fn = loss_fn or masked_voicing_loss
-    if not examples:
-        raise ValueError("make_train_step needs at least one example.")
-    variables = model.trainable_variables
-    if not optimizer.built:  # build outside the trace: creating variables in it traces twice
-        optimizer.build(variables)
-
-    @tf.function(autograph=False)
-    def step():
-        with tf.GradientTape() as tape:
-            losses = [loss_fn(ex.reference, denoise(model, ex.noisy), ex.labels, **loss_kwargs)
-                      for ex in examples]
-            loss = tf.add_n(losses) / len(losses)
-        grads = tape.gradient(loss, variables)
-        optimizer.apply_gradients(zip(grads, variables))
-        return loss, grads
-
-    return step

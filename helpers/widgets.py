@@ -1,6 +1,6 @@
 """The interactive gradient lab: pick a clip, a loss and an execution mode, see the gradients.
 
-The lab runs the course's GRU denoiser (``helpers.gru_state``) on a short excerpt of a clip
+The lab runs the course's GRU denoiser (``helpers.denoiser``) on a short excerpt of a clip
 with a little noise added, scores its output against the clean excerpt with one of three
 losses, and shows the gradient report and the per-variable plot:
 
@@ -27,17 +27,12 @@ import matplotlib.pyplot as plt
 import tensorflow as tf
 from IPython.display import HTML, Image
 
-from helpers.dataset import load_clip
+from helpers.dataset import excerpt, load_clip, make_example
+from helpers.denoiser import enhance, make_step_model
 from helpers.gradients import GradientReport, gradient_report
-from helpers.gru_state import enhance, make_step_model
 from helpers.plots import plot_gradient_norms
 from helpers.reproducibility import make_deterministic
-from helpers.voicing_loss import (
-    cond_loop_voicing_loss,
-    excerpt,
-    make_example,
-    masked_voicing_loss,
-)
+from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 
 # Clip choices: (clip name, first frame, number of frames). 16 frames = 0.24 s keeps the
 # eager per-frame loop under a second.

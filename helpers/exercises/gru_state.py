@@ -13,47 +13,48 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.audio import HOP_LENGTH
+from helpers.audio import HOP_LENGTH, stft
+from helpers.denoiser import apply_masks, make_step_model
 from helpers.exercises import CheckResult, run_check
-from helpers.gradients import variable_name
-from helpers.gru_state import frames_to_audio, make_step_model, max_abs_diff, unroll
+from helpers.gradients import max_abs_diff, variable_name
+from helpers.gru_state import unroll
 
 
 @cache
-def _small_model(units: int, frame_length: int) -> keras.Model:
-    model = make_step_model(units=units, frame_length=frame_length)
+def _small_model(units: int, bins: int) -> keras.Model:
+    model = make_step_model(units=units, bins=bins)
     rng = np.random.default_rng(1234)
     model.set_weights([0.4 * rng.standard_normal(w.shape).astype(np.float32)
                        for w in model.get_weights()])
     return model
 
 
-def _frames(steps: int, frame_length: int, seed: int) -> tf.Tensor:
+def _frames(steps: int, bins: int, seed: int) -> tf.Tensor:
     rng = np.random.default_rng(seed)
-    return tf.constant(0.1 * rng.standard_normal((1, steps, frame_length)), tf.float32)
+    return tf.constant(0.1 * rng.standard_normal((1, steps, bins)), tf.float32)
 
 
-def _reference_loss(model, frames, clean):
-    outputs, _ = unroll(model, frames)
-    return tf.reduce_mean((clean - frames_to_audio(outputs, clean.shape[-1])) ** 2)
+def _reference_loss(model, noisy_spectrum, clean):
+    masks, _ = unroll(model, tf.abs(noisy_spectrum))
+    return tf.reduce_mean((clean - apply_masks(masks, noisy_spectrum, clean.shape[-1])) ** 2)
 
 
 def check_sequence_loss(function) -> CheckResult:
-    """``function(step_model, frames, clean_audio)`` must return the denoising loss with the
-    state passed on as a tensor: same value and same gradients as a full unroll."""
+    """``function(step_model, noisy_spectrum, clean_audio)`` must return the denoising loss
+    with the state passed on as a tensor: same value and same gradients as a full unroll."""
 
     def check(fn):
-        model = _small_model(4, 512)
-        steps = 6
-        frames = _frames(steps, 512, seed=5)
-        clean = tf.constant(0.1 * np.random.default_rng(6).standard_normal(
-            (1, (steps - 1) * HOP_LENGTH)), tf.float32)
+        model = _small_model(4, 257)
+        samples = 5 * HOP_LENGTH  # 6 frames
+        rng = np.random.default_rng(6)
+        clean = tf.constant(0.1 * rng.standard_normal((1, samples)), tf.float32)
+        noisy_spectrum = stft(clean + 0.05 * rng.standard_normal((1, samples)).astype("float32"))
         variables = model.trainable_weights
         with tf.GradientTape() as tape:
-            expected = _reference_loss(model, frames, clean)
+            expected = _reference_loss(model, noisy_spectrum, clean)
         expected_grads = tape.gradient(expected, variables)
         with tf.GradientTape() as tape:
-            loss = fn(model, frames, clean)
+            loss = fn(model, noisy_spectrum, clean)
         if not isinstance(loss, tf.Tensor) or loss.shape.rank != 0:
             return False, f"expected a scalar tensor loss; got {type(loss).__name__} " \
                           f"with shape {getattr(loss, 'shape', None)}."
@@ -76,7 +77,7 @@ def check_sequence_loss(function) -> CheckResult:
     return run_check("Exercise 1.1 (undo the recommended fix)", function, check,
                      hint="Drop the tf.Variable. Start from a tensor, state = tf.zeros(...), and "
                           "pass each new state on by rebinding it: output, state = "
-                          "step_model([frames[:, t], state]). assign() is a stateful write the "
+                          "step_model([magnitudes[:, t], state]). assign() is a stateful write the "
                           "tape cannot follow from one frame to the next.")
 
 

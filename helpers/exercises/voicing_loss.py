@@ -12,9 +12,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.dataset import load_clip
+from helpers.dataset import Example, excerpt, load_clip, make_example
+from helpers.denoiser import make_denoiser
 from helpers.exercises import CheckResult, run_check
-from helpers.voicing_loss import Example, excerpt, make_denoiser, make_example, snapshot
+from helpers.training import snapshot
 
 
 @cache

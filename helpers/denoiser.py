@@ -1,0 +1,163 @@
+"""The two denoisers the course trains, and ``enhance``/``denoise``, which run either on a clip.
+
+* **The GRU step model** (seed 000, notebooks 01, 02 and 06): a spectral-mask denoiser that
+  sees one STFT frame at a time. ``step_model([noisy_magnitude, previous_state]) ->
+  [mask, next_state]``: the frame's magnitude spectrum (``|helpers.audio.stft|``, 257 bins)
+  -> log magnitude -> one ``keras.layers.GRUCell`` step -> a mask in [0, 1] per bin. The mask
+  scales the noisy complex spectrum and ``helpers.audio.istft`` turns it back into audio:
+  windowed analysis, weighted overlap-add synthesis, the same STFT the losses and plots use.
+  ``helpers.gru_state.unroll`` runs it over all frames.
+* **The waveform denoiser** (notebooks 03 and 04): a tiny conv net on raw samples whose
+  gradients the voicing-loss notebooks inspect.
+
+``enhance(model, noisy)`` gives the enhanced clip as a tensor (differentiable: use it inside a
+``GradientTape``); ``denoise(model, noisy)`` gives it as a NumPy array (inference).
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.audio import FRAME_LENGTH, check_audio, istft, stft
+from helpers.gru_state import unroll
+
+UNITS = 32  # GRU state size: small enough to train in seconds on a CPU
+BINS = FRAME_LENGTH // 2 + 1  # 257 magnitude bins per frame
+EPS = 1e-3  # magnitude floor of the log spectrum (keeps gradients bounded near silence)
+# Fixed affine map of the log magnitude to roughly zero mean, unit spread on the course clips,
+# so the GRU gates start unsaturated (tests/test_denoiser.py checks it on utterance_1).
+FEATURE_OFFSET = -1.2
+FEATURE_SCALE = 1.0
+
+
+class LogMagnitude(keras.layers.Layer):
+    """Magnitude spectrum ``(..., bins)`` -> scaled log magnitude ``(..., bins)``.
+
+    ``0.5 * log(|X|^2 + eps^2)`` instead of ``log(|X|)``: finite, with bounded gradients, on
+    silent frames (FACTS.md, audio side).
+    """
+
+    def __init__(self, eps: float = EPS, offset: float = FEATURE_OFFSET,
+                 scale: float = FEATURE_SCALE, **kwargs):
+        super().__init__(**kwargs)
+        self.eps, self.offset, self.scale = float(eps), float(offset), float(scale)
+
+    def call(self, magnitude):
+        return (0.5 * tf.math.log(tf.square(magnitude) + self.eps**2) - self.offset) / self.scale
+
+    def get_config(self):
+        return {**super().get_config(), "eps": self.eps, "offset": self.offset,
+                "scale": self.scale}
+
+
+def make_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
+    """The seed's step model: ``[noisy_magnitude, previous_state] -> [mask, next_state]``.
+
+    Shapes: ``noisy_magnitude`` and ``mask`` are ``(batch, bins)``, the states
+    ``(batch, units)``. Five trainable variables: ``gru_cell/{kernel, recurrent_kernel, bias}``
+    and ``mask/{kernel, bias}``. Layer names are fixed, so variable names are the same however
+    many models a notebook builds. Call ``make_deterministic`` first for repeatable weights.
+    """
+    if isinstance(units, bool) or int(units) <= 0:
+        raise ValueError(f"units must be a positive integer; got {units}.")
+    if isinstance(bins, bool) or int(bins) < 2:
+        raise ValueError(f"bins must be an integer >= 2 (frame_length // 2 + 1); got {bins}.")
+    noisy_magnitude = keras.Input((int(bins),), name="noisy_magnitude")
+    previous_state = keras.Input((int(units),), name="previous_state")
+    features = LogMagnitude(name="features")(noisy_magnitude)
+    gru_output, [next_state] = keras.layers.GRUCell(int(units), name="gru_cell")(
+        features, [previous_state])
+    mask = keras.layers.Dense(int(bins), activation="sigmoid", name="mask")(gru_output)
+    return keras.Model([noisy_magnitude, previous_state], [mask, next_state], name="step_model")
+
+
+def apply_masks(masks, noisy_spectrum, length: int) -> tf.Tensor:
+    """Masks ``(..., frames, bins)`` in [0, 1] times the noisy ``stft`` -> audio ``(..., length)``.
+
+    All in TensorFlow (``helpers.audio.istft``), so the tape follows it back to the masks.
+    """
+    noisy_spectrum = tf.convert_to_tensor(noisy_spectrum)
+    masks = tf.convert_to_tensor(masks)
+    if masks.shape.rank is not None and noisy_spectrum.shape.rank is not None \
+            and masks.shape[-2:] != noisy_spectrum.shape[-2:] \
+            and None not in (*masks.shape[-2:], *noisy_spectrum.shape[-2:]):
+        raise ValueError(f"masks of shape {tuple(masks.shape)} do not fit the spectrum of shape "
+                         f"{tuple(noisy_spectrum.shape)}; expected one mask value per frame and "
+                         "bin.")
+    return istft(tf.cast(masks, noisy_spectrum.dtype) * noisy_spectrum, length)
+
+
+def denoising_loss(clean_audio, enhanced_audio) -> tf.Tensor:
+    """Mean squared error of each clip, summed over the batch (the seed's ``total_loss``)."""
+    return tf.reduce_sum(tf.reduce_mean(tf.square(clean_audio - enhanced_audio), axis=-1))
+
+
+# --------------------------------------------------------------------------- waveform denoiser
+
+
+class Gain(keras.layers.Layer):
+    """Multiplies its input by one trainable scalar, ``gain`` (starts at 1)."""
+
+    def build(self, input_shape):
+        self.gain = self.add_weight(shape=(), initializer="ones", name="gain")
+
+    def call(self, inputs):
+        return inputs * self.gain
+
+
+def make_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = None
+                  ) -> keras.Model:
+    """A tiny waveform denoiser: ``estimate = gain * noisy + mix(tanh(filter_bank(noisy)))``.
+
+    A bank of ``channels`` FIR filters, a tanh, a 1x1 mix back to one channel, plus the input
+    scaled by a trainable ``gain`` (starts at 1), so an untrained model starts close to passing
+    its input through, like a pre-trained model being fine-tuned. Five variables: two kernels,
+    two biases and the gain. With ``seed`` the initial weights come from that seed and the
+    global random state is left alone; without it they follow ``make_deterministic``.
+    """
+    noisy = keras.Input(shape=(None, 1), name="noisy")
+    hidden = keras.layers.Conv1D(channels, kernel_size, padding="same", activation="tanh",
+                                 kernel_initializer=keras.initializers.GlorotUniform(seed=seed),
+                                 name="filter_bank")(noisy)
+    correction = keras.layers.Conv1D(
+        1, 1, name="mix",
+        kernel_initializer=keras.initializers.RandomNormal(stddev=0.05, seed=seed))(hidden)
+    passed = Gain(name="skip")(noisy)
+    estimate = keras.layers.Add(name="estimate")([passed, correction])
+    return keras.Model(noisy, estimate, name="denoiser")
+
+
+# --------------------------------------------------------------------------- running either
+
+
+def is_step_model(model) -> bool:
+    """True for a step model (two inputs, ``[frame, state]``), False for a waveform model."""
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"expected a Keras model (make_step_model or make_denoiser); got "
+                        f"{type(model).__name__}.")
+    return len(model.inputs) == 2
+
+
+def enhance(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> tf.Tensor:
+    """One ``(samples,)`` noisy clip -> the enhanced ``(samples,)`` clip, all in TensorFlow.
+
+    A step model runs as ``stft`` -> ``unroll`` (masks) -> ``apply_masks``; a waveform model
+    runs on the samples directly. Differentiable, and usable inside ``tf.function``.
+    ``chunk_size`` (step models only) is ``unroll``'s: truncated backprop at chunk edges.
+    """
+    check_audio(noisy_audio, "noisy_audio")
+    noisy_audio = tf.convert_to_tensor(noisy_audio, tf.float32)
+    if not is_step_model(model):
+        if chunk_size is not None:
+            raise ValueError("chunk_size is for step models; a waveform model has no state.")
+        return model(noisy_audio[None, :, None])[0, :, 0]
+    spectrum = stft(noisy_audio)[tf.newaxis]
+    masks, _ = unroll(model, tf.abs(spectrum), chunk_size=chunk_size)
+    return apply_masks(masks, spectrum, int(noisy_audio.shape[-1]))[0]
+
+
+def denoise(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:
+    """``enhance`` for inference: the enhanced clip as a NumPy array of the input's length."""
+    return enhance(model, noisy_audio, chunk_size).numpy()

@@ -1,0 +1,102 @@
+"""Training: one step, the gradients it takes, and Adam's bookkeeping around it.
+
+``make_train_step`` is the course's ``tf.function`` training step for either denoiser (returns
+the loss *and* the gradients, so a notebook can report every step). ``snapshot``,
+``TrainingState`` and ``optimizer_slot_norm`` measure what an optimizer step does: how far the
+weights move, and Adam's momentum, which keeps moving them when a gradient is zero
+(notebook 04).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.dataset import Example
+from helpers.denoiser import enhance
+from helpers.gradients import gradients_of
+from helpers.voicing_loss import masked_voicing_loss
+
+LossFn = Callable[..., tf.Tensor]
+
+
+def loss_and_gradients(model: keras.Model, example: Example, loss_fn: LossFn,
+                       unconnected_gradients: tf.UnconnectedGradients
+                       = tf.UnconnectedGradients.NONE, **loss_kwargs
+                       ) -> tuple[float, list[tf.Tensor | None]]:
+    """One forward pass of the model (``helpers.denoiser.enhance``) on ``example`` and the
+    gradient of ``loss_fn`` with respect to its trainable variables (a list that lines up
+    with them; entries may be None)."""
+    with tf.GradientTape() as tape:
+        estimate = enhance(model, example.noisy)
+        loss = loss_fn(example.reference, estimate, example.labels, **loss_kwargs)
+    return float(loss), gradients_of(tape, loss, model.trainable_variables, unconnected_gradients)
+
+
+def snapshot(model: keras.Model) -> list[np.ndarray]:
+    """A copy of the model's trainable weights, to measure how far a step moves them."""
+    return [np.array(v.numpy()) for v in model.trainable_variables]
+
+
+def mean_abs_change(before: list[np.ndarray], model: keras.Model) -> float:
+    """Mean absolute change of all trainable weights since ``snapshot`` (one number)."""
+    after = snapshot(model)
+    diffs = np.concatenate([np.abs(a - b).ravel() for a, b in zip(after, before)])
+    return float(diffs.mean())
+
+
+class TrainingState:
+    """The weights of a model and the state of its optimizer (Adam's iteration count,
+    momentum and velocity), saved so several "what if the next step were ..." experiments can
+    start from exactly the same point. ``restore()`` puts them back."""
+
+    def __init__(self, model: keras.Model, optimizer: keras.optimizers.Optimizer):
+        if not optimizer.built:
+            optimizer.build(model.trainable_variables)
+        self.model, self.optimizer = model, optimizer
+        self._variables = [*model.trainable_variables, *optimizer.variables]
+        self._values = [np.array(v.numpy()) for v in self._variables]
+
+    def restore(self) -> None:
+        for variable, value in zip(self._variables, self._values):
+            variable.assign(value)
+
+
+def optimizer_slot_norm(optimizer: keras.optimizers.Optimizer, slot: str = "momentum") -> float:
+    """Global norm of Adam's ``momentum`` (first moment) or ``velocity`` (second moment)."""
+    values = [v for v in optimizer.variables if v.path.endswith("_" + slot)]
+    if not values:
+        raise ValueError(f"the optimizer has no '{slot}' variables (is it Adam, and built?).")
+    return float(tf.linalg.global_norm([tf.convert_to_tensor(v) for v in values]))
+
+
+def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
+                    examples: list[Example], loss_fn: LossFn = None, **loss_kwargs):
+    """A ``tf.function`` training step over a fixed batch of examples (a Python list: the clips
+    may differ in length): mean loss over the batch, gradients, one optimizer step. Works for
+    either denoiser (``helpers.denoiser.enhance`` runs the model). The optimizer is built
+    before tracing, so the step traces once.
+
+    Returns ``step() -> (loss, grads)`` so each step's gradients can be reported.
+    """
+    loss_fn = loss_fn or masked_voicing_loss
+    if not examples:
+        raise ValueError("make_train_step needs at least one example.")
+    variables = model.trainable_variables
+    if not optimizer.built:  # build outside the trace: creating variables in it traces twice
+        optimizer.build(variables)
+
+    @tf.function(autograph=False)
+    def step():
+        with tf.GradientTape() as tape:
+            losses = [loss_fn(ex.reference, enhance(model, ex.noisy), ex.labels, **loss_kwargs)
+                      for ex in examples]
+            loss = tf.add_n(losses) / len(losses)
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(grads, variables))
+        return loss, grads
+
+    return step
