@@ -31,6 +31,7 @@ from helpers.dataset import excerpt, load_clip, make_example
 from helpers.denoiser import enhance, make_step_model
 from helpers.gradients import GradientReport, gradient_report
 from helpers.plots import plot_gradient_norms
+from helpers.printing import sig
 from helpers.reproducibility import make_deterministic
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 
@@ -62,7 +63,7 @@ class LabResult:
 
     def describe(self) -> str:
         return (f"clip={self.clip}, loss={self.loss_name}, mode={self.mode}: "
-                f"loss {self.loss:.4g}; {self.report.summary()}")
+                f"loss {sig(self.loss)}; {self.report.summary()}")
 
 
 def lab_model(seed: int = 0) -> keras.Model:
@@ -156,7 +157,7 @@ def print_lab_table(results: list[LabResult]) -> None:
     """One line per setting: loss, mode, loss value and the report's summary."""
     print(f"{'loss':24s} {'mode':12s} {'loss value':>11s}   gradients")
     for r in results:
-        print(f"{r.loss_name:24s} {r.mode:12s} {r.loss:11.4g}   {r.report.summary()}")
+        print(f"{r.loss_name:24s} {r.mode:12s} {sig(r.loss):>11s}   {r.report.summary()}")
 
 
 __all__ = ["GradientLab", "LabResult", "lab_model", "lab_result", "lab_table",
