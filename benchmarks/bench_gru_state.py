@@ -1,25 +1,37 @@
-"""Seconds per training step of the GRU denoiser, three ways, on the same sizes, in one run.
+"""Seconds per training step of the GRU denoiser, several ways, on the same sizes, in one run.
 
     python benchmarks/bench_gru_state.py
+
+The denoiser is ``helpers.denoiser.make_step_model``: ``|stft|`` of a frame (257 bins) ->
+log magnitude -> one GRU step -> a mask per bin; the masks scale the noisy STFT and
+``helpers.denoiser.apply_masks`` (``helpers.audio.istft``) makes the audio. Variants:
 
 1. the eager per-frame loop (the seed's shape: a Python loop calling the Keras step model once
    per frame, optimizer step outside any graph), with the output path in TensorFlow so that it
    has gradients to apply;
 2. ``helpers.gru_state.unroll`` inside a ``tf.function`` training step;
-3. ``keras.layers.GRU`` over the whole sequence (same features, units, mask layer and loss),
-   in a ``tf.function`` training step, as ``model.fit`` would run it.
+3. ``keras.layers.GRU`` over the whole sequence (same features, units, mask layer, synthesis
+   and loss), in a ``tf.function`` training step, as ``model.fit`` would run it;
+4. (for information) ``helpers.gru_state.keras_rnn_reference``: ``keras.layers.RNN`` over the
+   step model's own ``GRUCell``, in a ``tf.function`` training step.
 
-Every step is forward, loss, gradients and an Adam update, on a batch of the two full noisy
-versions of ``utterance_1`` (2 x 91 frames of 512 samples, 32 GRU units). Tracing is excluded
-(two warm-up steps each); the variants are timed in interleaved rounds and each keeps its
-fastest block, so a shared machine treats them alike. It prints the ratios; the last line is
-``speedup: N.Nx`` (eager loop over ``unroll`` in ``tf.function``). Goals: at least 10x, and
-``unroll`` within 1.5x of ``keras.layers.GRU``.
+All four start from the same weights, and the script checks that they compute the same first
+loss before timing anything. Every step is forward, loss, gradients and an Adam update, on a
+batch of the two full noisy versions of ``utterance_1`` (2 x 91 frames of 257 magnitude bins,
+32 GRU units). Tracing is excluded (two warm-up steps each); the variants are timed in
+interleaved rounds and each keeps its fastest block, so a shared machine treats them alike. It
+prints the ratios; the last line is ``speedup: N.Nx`` (eager loop over ``unroll`` in
+``tf.function``). Goals: at least 10x, and ``unroll`` within 1.5x of ``keras.layers.GRU``.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
+
+# Measure the helpers of this checkout, whatever an (editable) install of the course points at.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import helpers  # noqa: F401  (first: it keeps TensorFlow's start-up log quiet)
 
@@ -27,72 +39,67 @@ import helpers  # noqa: F401  (first: it keeps TensorFlow's start-up log quiet)
 import keras
 import tensorflow as tf
 
-from helpers.audio import FRAME_LENGTH
-from helpers.dataset import load_clip
-from helpers.gru_state import (
+from helpers.dataset import batch_of, load_clip
+from helpers.denoiser import (
+    BINS,
     UNITS,
-    ApplyMask,
     LogMagnitude,
-    batch_of,
+    apply_masks,
     denoising_loss,
-    frames_to_audio,
     make_step_model,
-    unroll,
-    zero_state,
 )
+from helpers.gru_state import keras_rnn_reference, unroll, zero_state
 from helpers.reproducibility import make_deterministic
 
 ROUNDS, WARMUP = 5, 2  # per round: 1 eager step, 10 graph steps of each kind
 
 
-def eager_loop_step(step_model, optimizer, noisy, clean):
+def eager_loop_loss(step_model, noisy, clean):
     """The seed's shape: one eager Keras call per frame, the state rebound as a tensor."""
-    variables = step_model.trainable_weights
-    with tf.GradientTape() as tape:
-        state, outputs = zero_state(step_model, noisy.shape[0]), []
-        for t in range(noisy.shape[1]):
-            output, state = step_model([noisy[:, t], state], training=True)
-            outputs.append(output)
-        loss = denoising_loss(clean, frames_to_audio(tf.stack(outputs, 1), clean.shape[-1]))
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
+    magnitudes = tf.abs(noisy)
+    state, masks = zero_state(step_model, noisy.shape[0]), []
+    for t in range(noisy.shape[1]):
+        mask, state = step_model([magnitudes[:, t], state], training=True)
+        masks.append(mask)
+    return denoising_loss(clean, apply_masks(tf.stack(masks, 1), noisy, clean.shape[-1]))
 
 
-def unroll_step_fn(step_model, optimizer):
-    variables = step_model.trainable_weights
-
-    @tf.function
-    def step(noisy, clean):
-        with tf.GradientTape() as tape:
-            outputs, _ = unroll(step_model, noisy, training=True)
-            loss = denoising_loss(clean, frames_to_audio(outputs, clean.shape[-1]))
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return loss
-
-    return step
+def unroll_loss(step_model, noisy, clean):
+    masks, _ = unroll(step_model, tf.abs(noisy), training=True)
+    return denoising_loss(clean, apply_masks(masks, noisy, clean.shape[-1]))
 
 
-def keras_gru_model(units: int = UNITS) -> keras.Model:
-    """The same denoiser as a sequence model: frames (batch, time, 512) -> frames."""
-    frames = keras.Input((None, FRAME_LENGTH))
-    features = LogMagnitude()(frames)
-    sequence = keras.layers.GRU(units, return_sequences=True)(features)
-    mask = keras.layers.Dense(FRAME_LENGTH // 2 + 1, activation="sigmoid")(sequence)
-    return keras.Model(frames, ApplyMask()([frames, mask]))
+def keras_rnn_loss(step_model, noisy, clean):
+    masks, _ = keras_rnn_reference(step_model, tf.abs(noisy), zero_state(step_model,
+                                                                          noisy.shape[0]))
+    return denoising_loss(clean, apply_masks(masks, noisy, clean.shape[-1]))
 
 
-def keras_gru_step_fn(model, optimizer):
+def keras_gru_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
+    """The same denoiser as a sequence model: magnitudes (batch, time, bins) -> masks."""
+    magnitudes = keras.Input((None, bins), name="noisy_magnitudes")
+    features = LogMagnitude(name="features")(magnitudes)
+    sequence = keras.layers.GRU(units, return_sequences=True, name="gru")(features)
+    masks = keras.layers.Dense(bins, activation="sigmoid", name="mask")(sequence)
+    return keras.Model(magnitudes, masks, name="sequence_model")
+
+
+def keras_gru_loss(model, noisy, clean):
+    masks = model(tf.abs(noisy), training=True)
+    return denoising_loss(clean, apply_masks(masks, noisy, clean.shape[-1]))
+
+
+def train_step(loss_fn, model, optimizer, graph: bool):
+    """``step(noisy, clean) -> loss``: loss, gradients, one Adam update."""
     variables = model.trainable_weights
 
-    @tf.function
     def step(noisy, clean):
         with tf.GradientTape() as tape:
-            loss = denoising_loss(clean, frames_to_audio(model(noisy, training=True),
-                                                         clean.shape[-1]))
+            loss = loss_fn(model, noisy, clean)
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
 
-    return step
+    return tf.function(step) if graph else step
 
 
 def seconds_per_step(steps: dict, noisy, clean, block: dict) -> dict:
@@ -116,27 +123,41 @@ def seconds_per_step(steps: dict, noisy, clean, block: dict) -> dict:
 
 
 def main() -> None:
+    print(f"helpers from {Path(helpers.__file__).parent}")
     make_deterministic(0)
     noisy, clean = batch_of([load_clip("utterance_1_snr5"), load_clip("utterance_1_snr15")])
-    print(f"batch {noisy.shape[0]} x {noisy.shape[1]} frames of {noisy.shape[2]} samples, "
-          f"{UNITS} GRU units, {tf.config.threading.get_inter_op_parallelism_threads() or 'all'}"
-          " inter-op threads")
+    print(f"batch {noisy.shape[0]} x {noisy.shape[1]} frames of {noisy.shape[2]} magnitude "
+          f"bins (|stft|), {UNITS} GRU units, "
+          f"{tf.config.threading.get_inter_op_parallelism_threads() or 'all'} inter-op threads")
 
-    eager_model, eager_optimizer = make_step_model(), keras.optimizers.Adam(1e-3)
-    steps = {
-        "eager": lambda n, c: eager_loop_step(eager_model, eager_optimizer, n, c),
-        "unroll": unroll_step_fn(make_step_model(), keras.optimizers.Adam(1e-3)),
-        "gru": keras_gru_step_fn(keras_gru_model(), keras.optimizers.Adam(1e-3)),
-    }
-    seconds = seconds_per_step(steps, noisy, clean, block={"eager": 1, "unroll": 10, "gru": 10})
-    eager, graph, gru = seconds["eager"], seconds["unroll"], seconds["gru"]
+    models = {name: make_step_model() for name in ("eager", "unroll", "keras.layers.RNN")}
+    weights = models["eager"].get_weights()  # gru kernel, recurrent kernel, bias, mask kernel, bias
+    for model in models.values():
+        model.set_weights(weights)
+    models["keras.layers.GRU"] = keras_gru_model()
+    models["keras.layers.GRU"].set_weights(weights)  # same layout: GRU(reset_after=True) + Dense
+    losses = {"eager": eager_loop_loss, "unroll": unroll_loss,
+              "keras.layers.GRU": keras_gru_loss, "keras.layers.RNN": keras_rnn_loss}
+    first = {name: float(losses[name](models[name], noisy, clean)) for name in losses}
+    for name, value in first.items():  # the same computation, or the timings mean nothing
+        assert abs(value - first["eager"]) <= 1e-5 * abs(first["eager"]), (name, first)
+    print(f"first loss, all variants: {first['eager']:.3g}")
 
-    print(f"eager per-frame loop        {eager:9.4f} s/step")
-    print(f"unroll in tf.function       {graph:9.4f} s/step")
-    print(f"keras.layers.GRU (tf.func.) {gru:9.4f} s/step")
+    steps = {name: train_step(losses[name], models[name], keras.optimizers.Adam(1e-3),
+                              graph=name != "eager") for name in losses}
+    seconds = seconds_per_step(steps, noisy, clean, block={
+        "eager": 1, "unroll": 10, "keras.layers.GRU": 10, "keras.layers.RNN": 10})
+    eager, graph = seconds["eager"], seconds["unroll"]
+    gru, rnn = seconds["keras.layers.GRU"], seconds["keras.layers.RNN"]
+
+    print(f"eager per-frame loop               {eager:9.4f} s/step")
+    print(f"unroll in tf.function              {graph:9.4f} s/step")
+    print(f"keras.layers.GRU (tf.function)     {gru:9.4f} s/step")
+    print(f"keras.layers.RNN, same GRUCell     {rnn:9.4f} s/step  (for information)")
     ratio = graph / gru
     print(f"unroll / keras.layers.GRU: {ratio:.2f}x (goal: at most 1.5x) "
           f"{'met' if ratio <= 1.5 else 'MISSED'}")
+    print(f"unroll / keras.layers.RNN: {graph / rnn:.2f}x")
     print(f"eager loop / keras.layers.GRU: {eager / gru:.1f}x")
     speedup = eager / graph
     print(f"eager loop / unroll (goal: at least 10x) {'met' if speedup >= 10 else 'MISSED'}")

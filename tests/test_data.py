@@ -1,4 +1,5 @@
-"""data/: the synthesizer, the labels, the manifest and the real clip."""
+"""data/ and helpers.dataset: the synthesizer, the labels, the manifest, the real clip, and the
+pieces of clips the notebooks train on (crop, excerpt, Example, batch_of, noisy_crops)."""
 
 import importlib.util
 import json
@@ -7,11 +8,36 @@ from pathlib import Path
 import librosa
 import numpy as np
 import pytest
+import tensorflow as tf
 from scipy import signal
 
 import helpers  # noqa: F401
-from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, snr_db
-from helpers.dataset import DATA_DIR, REAL_CLIP, clip_names, load_clip, manifest, sha256
+from helpers.audio import (
+    FRAME_LENGTH,
+    HOP_LENGTH,
+    SAMPLE_RATE,
+    AudioError,
+    istft,
+    snr_db,
+    stft,
+    stft_magnitude,
+)
+from helpers.dataset import (
+    DATA_DIR,
+    NOISE_RMS,
+    REAL_CLIP,
+    Example,
+    batch_of,
+    clip_names,
+    crop,
+    excerpt,
+    load_clip,
+    make_example,
+    manifest,
+    noisy_crops,
+    sha256,
+)
+from helpers.gradients import max_abs_diff
 from helpers.labels import (
     FrameLabels,
     LabelError,
@@ -22,7 +48,7 @@ from helpers.labels import (
     pitch_track,
     read_phone_alignment,
 )
-from helpers.synth import Segment, fricative, silence, synthesize, vowel
+from helpers.synth import Segment, add_noise, fricative, silence, synthesize, vowel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -217,3 +243,134 @@ def test_labels_slice_keeps_frames_and_refuses_bad_ranges():
         labels.slice(20, 10)
     with pytest.raises(LabelError, match="not inside"):
         labels.slice(0, labels.num_frames + 1)
+
+
+def test_add_noise_sets_the_snr_exactly_and_is_seeded():
+    clean = load_clip("utterance_1").clean
+    noisy = add_noise(clean, 5.0, seed=1)
+    assert noisy.dtype == np.float32 and noisy.shape == clean.shape
+    assert snr_db(clean, noisy) == pytest.approx(5.0, abs=1e-3)
+    assert add_noise(clean, 5.0, seed=1).tobytes() == noisy.tobytes()
+    assert add_noise(clean, 5.0, seed=2).tobytes() != noisy.tobytes()
+    with pytest.raises(AudioError, match="silent clip"):
+        add_noise(np.zeros(100, np.float32), 5.0, seed=1)
+
+
+# --- pieces of clips: crop, excerpt, Example ---------------------------------------------------
+
+
+def test_crop_keeps_audio_clean_and_labels_together():
+    clip = load_clip("utterance_1_snr5")
+    part = crop(clip, 0.75)
+    assert len(part.audio) == len(part.clean) == 12000 and part.labels.num_frames == 47
+    assert part.name == clip.name and part.snr_db == clip.snr_db
+    np.testing.assert_array_equal(part.audio, clip.audio[:12000])
+    np.testing.assert_array_equal(part.clean, clip.clean[:12000])
+    np.testing.assert_array_equal(part.labels.voicing, clip.labels.voicing[:47])
+    part.labels.check_fits(len(part.audio))
+    assert crop(clip, clip.duration).audio.shape == clip.audio.shape
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, 10.0])
+def test_crop_refuses_a_length_outside_the_clip(seconds):
+    with pytest.raises(ValueError, match="seconds must be in"):
+        crop(load_clip("utterance_1"), seconds)
+
+
+def test_excerpt_frames_sit_on_the_clips_frames():
+    clip = load_clip("utterance_1")
+    audio, labels = excerpt(clip.clean, clip.labels, 10, 30)
+    assert len(audio) == 19 * HOP_LENGTH
+    assert labels.num_frames == 20 and np.array_equal(labels.voicing, clip.labels.voicing[10:30])
+    np.testing.assert_array_equal(labels.f0, clip.labels.f0[10:30])
+    full = stft_magnitude(clip.clean).numpy()[10:30]
+    part = stft_magnitude(audio).numpy()
+    assert part.shape == full.shape
+    # interior frames (whose window lies inside the excerpt) are identical
+    np.testing.assert_allclose(part[2:-2], full[2:-2], atol=1e-5)
+
+
+@pytest.mark.parametrize("start, stop, match", [
+    (10, 100, "not inside"),
+    (-1, 5, "not inside"),
+    (5, 5, "not inside"),
+    (5, 6, "at least two frames"),
+])
+def test_excerpt_refuses_frames_outside_the_clip(start, stop, match):
+    clip = load_clip("silence")
+    with pytest.raises(LabelError, match=match):
+        excerpt(clip.clean, clip.labels, start, stop)
+
+
+def test_make_example_adds_seeded_noise_at_noise_rms():
+    clip = load_clip("utterance_1")
+    reference, labels = excerpt(clip.clean, clip.labels, 0, 40)
+    example = make_example("first 40", reference, labels, seed=3)
+    assert isinstance(example, Example) and example.num_frames == 40
+    assert example.noisy.dtype == example.reference.dtype == np.float32
+    noise = example.noisy - example.reference
+    assert np.sqrt(np.mean(noise**2)) == pytest.approx(NOISE_RMS, rel=0.05)
+    again = make_example("first 40", reference, labels, seed=3)
+    assert again.noisy.tobytes() == example.noisy.tobytes()
+    assert make_example("x", reference, labels, seed=4).noisy.tobytes() != example.noisy.tobytes()
+    quiet = make_example("x", reference, labels, noise_rms=0.0)
+    np.testing.assert_array_equal(quiet.noisy, quiet.reference)
+    assert example.describe().startswith("first 40: 0.62 s, 40 frames (")
+
+
+def test_make_example_refuses_labels_of_another_length():
+    clip = load_clip("utterance_1")
+    reference, labels = excerpt(clip.clean, clip.labels, 0, 40)
+    with pytest.raises(LabelError, match="labels have 40 frames"):
+        make_example("x", reference[:-HOP_LENGTH], labels)
+
+
+# --- batches for the GRU denoiser: batch_of, noisy_crops ---------------------------------------
+
+
+def test_batch_of_gives_the_noisy_stft_and_the_clean_audio():
+    clips = [crop(load_clip(n), 0.75) for n in ("utterance_1_snr5", "utterance_1_snr15")]
+    noisy, clean = batch_of(clips)
+    assert noisy.shape == (2, 47, FRAME_LENGTH // 2 + 1) and noisy.dtype == tf.complex64
+    assert clean.shape == (2, 12000) and clean.dtype == tf.float32
+    for i, clip in enumerate(clips):
+        np.testing.assert_array_equal(noisy[i].numpy(), stft(clip.audio).numpy())
+        np.testing.assert_array_equal(clean[i].numpy(), clip.clean)
+        assert max_abs_diff(istft(noisy[i], 12000), clip.audio) < 1e-5
+
+
+def test_batch_of_refuses_clips_of_different_lengths():
+    clips = [crop(load_clip("utterance_1_snr5"), 0.75), load_clip("utterance_2_snr5")]
+    with pytest.raises(ValueError, match="one length"):
+        batch_of(clips)
+    with pytest.raises(ValueError, match="one length"):
+        batch_of([])
+
+
+def test_noisy_crops_are_seeded_and_keep_the_noise_level():
+    clips = [load_clip("utterance_1_snr5"), load_clip("utterance_1_snr15")]
+    a = noisy_crops(clips, 12000, np.random.default_rng(0))
+    b = noisy_crops(clips, 12000, np.random.default_rng(0))
+    c = noisy_crops(clips, 12000, np.random.default_rng(1))
+    np.testing.assert_array_equal(a[0].numpy(), b[0].numpy())
+    np.testing.assert_array_equal(a[1].numpy(), b[1].numpy())
+    assert not np.array_equal(a[0].numpy(), c[0].numpy())
+    assert a[0].shape == (2, 47, FRAME_LENGTH // 2 + 1) and a[0].dtype == tf.complex64
+    assert a[1].shape == (2, 12000) and a[1].dtype == tf.float32
+    noise_power = [np.mean((clip.audio - clip.clean) ** 2) for clip in clips]
+    noisy_audio = istft(a[0], 12000).numpy()
+    crop_noise_power = np.mean((noisy_audio - a[1].numpy()) ** 2, axis=1)
+    np.testing.assert_allclose(crop_noise_power, noise_power, rtol=0.1)
+    # each clean crop is a window of its clip's clean audio
+    for clip, clean in zip(clips, a[1].numpy()):
+        starts = [s for s in range(len(clip.clean) - 12000 + 1)
+                  if clip.clean[s] == clean[0] and np.array_equal(clip.clean[s:s + 12000], clean)]
+        assert starts, clip.name
+
+
+@pytest.mark.parametrize("samples", [0, -5, 10**6])
+def test_noisy_crops_refuse_a_window_outside_the_clips(samples):
+    clips = [load_clip("utterance_1_snr5")]
+    with pytest.raises(ValueError, match="samples must be in 1.."):
+        noisy_crops(clips, samples, np.random.default_rng(0))
+

@@ -1,5 +1,7 @@
-"""helpers.gru_state: the step model, unroll (eager, tf.function, chunked), and the claims
-notebooks 01 and 02 make about hand-threaded GRU state."""
+"""helpers.gru_state: ``unroll`` (eager, tf.function, chunked) and the references it is checked
+against (``reference_loop``, ``keras_rnn_reference``), run over the step model of
+``helpers.denoiser`` on magnitude frames. The claims about the seed's own loop (a
+``tf.Variable`` state, a NumPy output helper) are in tests/test_denoiser.py."""
 
 from __future__ import annotations
 
@@ -7,25 +9,15 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from matplotlib.figure import Figure
 
 import helpers  # noqa: F401
-from helpers.audio import FRAME_LENGTH, HOP_LENGTH
+from helpers.audio import FRAME_LENGTH, stft
 from helpers.dataset import load_clip
+from helpers.denoiser import make_step_model
+from helpers.gradients import max_abs_diff
 from helpers.gru_state import (
-    ApplyMask,
-    batch_of,
-    crop,
-    denoise,
-    denoising_loss,
-    diff_text,
-    frames_to_audio,
+    frame_size,
     keras_rnn_reference,
-    make_step_model,
-    max_abs_diff,
-    noisy_crops,
-    numpy_overlap_add,
-    plot_state_gradients,
     reference_loop,
     state_size,
     unroll,
@@ -39,13 +31,14 @@ UNITS, FEATURES, STEPS, BATCH = 6, 32, 10, 2
 @pytest.fixture(scope="module")
 def model() -> keras.Model:
     make_deterministic(0)
-    return make_step_model(units=UNITS, frame_length=FEATURES)
+    return make_step_model(units=UNITS, bins=FEATURES)
 
 
 @pytest.fixture(scope="module")
 def frames() -> tf.Tensor:
+    """Magnitude frames (non-negative, like ``|stft|``), ``(batch, time, bins)``."""
     rng = np.random.default_rng(0)
-    return tf.constant(rng.standard_normal((BATCH, STEPS, FEATURES)), tf.float32)
+    return tf.constant(np.abs(rng.standard_normal((BATCH, STEPS, FEATURES))), tf.float32)
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +49,9 @@ def state() -> tf.Tensor:
 
 @pytest.fixture(scope="module")
 def target() -> tf.Tensor:
+    """Target masks in [0, 1]."""
     rng = np.random.default_rng(2)
-    return tf.constant(rng.standard_normal((BATCH, STEPS, FEATURES)), tf.float32)
+    return tf.constant(rng.uniform(size=(BATCH, STEPS, FEATURES)), tf.float32)
 
 
 def _loss(outputs, final_state, target):
@@ -71,45 +65,23 @@ def _gradients(run, model, target):
     return outputs, final_state, tape.gradient(loss, model.trainable_weights)
 
 
-# ---------------------------------------------------------------------------- the step model
+# ---------------------------------------------------------------------------- step model sizes
 
 
-def test_step_model_shapes_and_variables():
-    model = make_step_model()
-    assert [w.path for w in model.trainable_weights] == [
-        "gru_cell/kernel", "gru_cell/recurrent_kernel", "gru_cell/bias", "mask/kernel",
-        "mask/bias"]
-    out, next_state = model([tf.zeros((3, FRAME_LENGTH)), zero_state(model, 3)])
-    assert out.shape == (3, FRAME_LENGTH) and next_state.shape == (3, state_size(model))
-    assert make_step_model().trainable_weights[0].path == "gru_cell/kernel"  # names are stable
+def test_sizes_and_zero_state_come_from_the_step_model(model):
+    assert state_size(model) == UNITS and frame_size(model) == FEATURES
+    assert zero_state(model).shape == (1, UNITS)
+    state = zero_state(model, 3)
+    assert state.shape == (3, UNITS) and state.dtype == tf.float32
+    assert float(tf.reduce_max(tf.abs(state))) == 0
+    default = make_step_model()
+    assert state_size(default) == 32 and frame_size(default) == FRAME_LENGTH // 2 + 1
 
 
-def test_mask_of_ones_gives_the_input_back():
-    audio = np.random.default_rng(3).standard_normal(4000).astype(np.float32) * 0.1
-    from helpers.audio import frame
-
-    frames = frame(audio)
-    masked = ApplyMask()([frames, tf.ones((frames.shape[0], FRAME_LENGTH // 2 + 1))])
-    assert max_abs_diff(masked, frames) < 1e-6
-    assert max_abs_diff(frames_to_audio(masked[None], len(audio))[0], audio) < 1e-6
-
-
-def test_features_start_near_zero_mean_unit_spread():
-    """FEATURE_OFFSET and FEATURE_SCALE keep the GRU's inputs in range on the course clips."""
-    from helpers.gru_state import LogMagnitude
-
-    noisy, _ = batch_of([load_clip("utterance_1_snr5"), load_clip("utterance_1_snr15")])
-    features = LogMagnitude()(noisy)
-    assert abs(float(tf.reduce_mean(features))) < 0.2
-    assert 0.8 < float(tf.math.reduce_std(features)) < 1.2
-    silent = LogMagnitude()(tf.zeros((1, FRAME_LENGTH)))
-    assert bool(tf.reduce_all(tf.math.is_finite(silent)))
-
-
-@pytest.mark.parametrize("units, frame_length", [(0, 512), (4, 0), (4, 511)])
-def test_make_step_model_rejects_bad_sizes(units, frame_length):
-    with pytest.raises(ValueError, match="expected|must be"):
-        make_step_model(units=units, frame_length=frame_length)
+@pytest.mark.parametrize("function", [state_size, frame_size, zero_state])
+def test_sizes_refuse_something_that_is_not_a_step_model(function):
+    with pytest.raises(TypeError, match="two inputs"):
+        function(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]))
 
 
 # ---------------------------------------------------------------------------- unroll: equality
@@ -278,62 +250,7 @@ def test_numpy_float64_input_is_accepted(model, frames, state):
     assert max_abs_diff(outputs, unroll(model, frames, state)[0]) == 0
 
 
-# ---------------------------------------------------------------------------- notebook 01 claims
-
-
-@pytest.fixture(scope="module")
-def audio_model() -> keras.Model:
-    make_deterministic(0)
-    return make_step_model(units=4)
-
-
-@pytest.fixture(scope="module")
-def audio_frames():
-    rng = np.random.default_rng(4)
-    frames = tf.constant(0.1 * rng.standard_normal((1, 6, FRAME_LENGTH)), tf.float32)
-    clean = tf.constant(0.1 * rng.standard_normal((1, 5 * HOP_LENGTH)), tf.float32)
-    return frames, clean
-
-
-def _seed_gradients(model, frames, clean, *, state_in_variable=False, audio="tf"):
-    """The question's loop (dict, rebinding or Variable.assign, NumPy or TF overlap-add)."""
-    variable = tf.Variable(zero_state(model), trainable=False)
-    with tf.GradientTape() as tape:
-        state, outputs = zero_state(model), {}
-        for t in range(frames.shape[1]):
-            out, nxt = model([frames[:, t], variable if state_in_variable else state])
-            outputs[t] = out
-            if state_in_variable:
-                variable.assign(nxt)
-            else:
-                state = nxt
-        if audio == "numpy":
-            enhanced = numpy_overlap_add(outputs, clean.shape[-1])
-        else:
-            enhanced = frames_to_audio(tf.stack([outputs[t] for t in outputs], 1), clean.shape[-1])
-        loss = denoising_loss(clean, enhanced)
-    return loss, enhanced, tape.gradient(loss, model.trainable_weights)
-
-
-def test_numpy_overlap_add_has_the_right_numbers_and_no_gradients(audio_model, audio_frames):
-    frames, clean = audio_frames
-    np_loss, np_audio, np_grads = _seed_gradients(audio_model, frames, clean, audio="numpy")
-    tf_loss, tf_audio, tf_grads = _seed_gradients(audio_model, frames, clean)
-    assert max_abs_diff(np_audio, tf_audio) < 1e-6
-    assert abs(float(np_loss) - float(tf_loss)) < 1e-6 * float(tf_loss)
-    assert all(g is None for g in np_grads) and all(g is not None for g in tf_grads)
-
-
-def test_variable_assign_truncates_silently(audio_model, audio_frames):
-    frames, clean = audio_frames
-    _, _, full = _seed_gradients(audio_model, frames, clean)
-    _, _, assigned = _seed_gradients(audio_model, frames, clean, state_in_variable=True)
-    assert all(g is not None for g in assigned)
-    for weight, f, a in zip(audio_model.trainable_weights, full, assigned):
-        if weight.path.startswith("mask/"):
-            assert max_abs_diff(f, a) == 0
-        else:
-            assert float(tf.norm(f - a) / tf.norm(f)) > 1e-3
+# ---------------------------------------------------------------------------- why a TensorArray
 
 
 def test_python_list_in_a_tf_range_loop_fails(model, frames, state):
@@ -350,58 +267,38 @@ def test_python_list_in_a_tf_range_loop_fails(model, frames, state):
     assert type(raised.value).__name__ == "InaccessibleTensorError"
 
 
-# ---------------------------------------------------------------------------- data helpers
+# ---------------------------------------------------------------------------- the real sizes
 
 
-def test_crop_and_batch_of():
-    clips = [crop(load_clip(n), 0.75) for n in ("utterance_1_snr5", "utterance_1_snr15")]
-    assert all(len(c.audio) == len(c.clean) == 12000 for c in clips)
-    assert all(len(c.labels.voicing) == 47 for c in clips)
-    noisy, clean = batch_of(clips)
-    assert noisy.shape == (2, 47, FRAME_LENGTH) and clean.shape == (2, 12000)
-    with pytest.raises(ValueError, match="seconds must be"):
-        crop(clips[0], 10.0)
-    with pytest.raises(ValueError, match="one length"):
-        batch_of([clips[0], load_clip("utterance_2_snr5")])
+@pytest.fixture(scope="module")
+def clip_magnitudes() -> tf.Tensor:
+    """``|stft|`` of the first 0.4 s of both noisy utterance_1 clips: (2, 26, 257)."""
+    clips = [load_clip(name).audio[:6400] for name in ("utterance_1_snr5", "utterance_1_snr15")]
+    return tf.abs(stft(np.stack(clips)))
 
 
-def test_noisy_crops_are_seeded_and_keep_the_noise_level():
-    clips = [load_clip("utterance_1_snr5"), load_clip("utterance_1_snr15")]
-    a = noisy_crops(clips, 12000, np.random.default_rng(0))
-    b = noisy_crops(clips, 12000, np.random.default_rng(0))
-    assert max_abs_diff(a[0], b[0]) == 0 and max_abs_diff(a[1], b[1]) == 0
-    assert a[0].shape == (2, 47, FRAME_LENGTH) and a[1].shape == (2, 12000)
-    noise_power = [np.mean((c.audio - c.clean) ** 2) for c in clips]
-    noisy_audio = frames_to_audio(a[0], 12000).numpy()
-    crop_noise_power = np.mean((noisy_audio - a[1].numpy()) ** 2, axis=1)
-    np.testing.assert_allclose(crop_noise_power, noise_power, rtol=0.1)
-    with pytest.raises(ValueError, match="samples must be"):
-        noisy_crops(clips, 10**6, np.random.default_rng(0))
+def test_default_step_model_on_clip_magnitudes_all_three_ways(clip_magnitudes):
+    """What the benchmark times: the course's step model on ``|stft|`` frames of real clips,
+    by ``unroll`` (eager and in tf.function), the plain loop and ``keras.layers.RNN``."""
+    make_deterministic(0)
+    model = make_step_model()
+    state = zero_state(model, 2)
+    assert clip_magnitudes.shape == (2, 26, FRAME_LENGTH // 2 + 1)
 
+    def run(unroller, frames=clip_magnitudes, initial_state=state):
+        with tf.GradientTape() as tape:
+            masks, final_state = unroller(model, frames, initial_state)
+            loss = tf.reduce_mean(masks) + tf.reduce_mean(final_state**2)
+        return masks, final_state, tape.gradient(loss, model.trainable_weights)
 
-def test_denoise_keeps_the_length(audio_model):
-    audio = np.random.default_rng(5).standard_normal(3000).astype(np.float32) * 0.1
-    assert denoise(audio_model, audio).shape == (3000,)
-    assert np.allclose(denoise(audio_model, audio, chunk_size=4), denoise(audio_model, audio),
-                       atol=1e-6)
-
-
-# ---------------------------------------------------------------------------- small helpers
-
-
-def test_diff_text_and_max_abs_diff():
-    assert diff_text(0.0) == "0"
-    assert diff_text(8.7e-11) == "< 1e-10"
-    assert diff_text(2.98e-8) == "< 1e-7"
-    assert max_abs_diff([tf.ones(2)], [tf.zeros(2)]) == 1.0
-    with pytest.raises(ValueError, match="None"):
-        max_abs_diff(None, tf.ones(1))
-    with pytest.raises(ValueError, match="one length"):
-        max_abs_diff([tf.ones(1)], [])
-
-
-def test_plot_state_gradients():
-    fig = plot_state_gradients({"full": [1e-3, 1e-4, None], "assign": [1e-5, 1e-5, 1e-5]})
-    assert isinstance(fig, Figure)
-    with pytest.raises(ValueError, match="at least one curve"):
-        plot_state_gradients({})
+    ours = run(unroll)
+    graph = tf.function(lambda frames, initial_state: run(unroll, frames, initial_state))(
+        clip_magnitudes, state)
+    loop = run(reference_loop)
+    rnn = run(keras_rnn_reference)
+    masks = ours[0].numpy()
+    assert masks.shape == (2, 26, FRAME_LENGTH // 2 + 1) and 0 <= masks.min() <= masks.max() <= 1
+    for other, tolerance in ((loop, 0.0), (graph, 1e-6), (rnn, 1e-5)):
+        assert max_abs_diff(other[0], ours[0]) <= tolerance
+        assert max_abs_diff(other[1], ours[1]) <= tolerance
+        assert max_abs_diff(list(other[2]), list(ours[2])) <= tolerance

@@ -1,13 +1,26 @@
+"""helpers.plots: gradient-report pictures, the state-gradient curves and the spectrogram."""
+
 import math
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
 
 import helpers  # noqa: F401
+from helpers.audio import AudioError, num_frames, stft_magnitude
+from helpers.dataset import load_clip
 from helpers.gradients import GradientReport, GradientRow, gradient_report
-from helpers.plots import plot_gradient_norms, plot_norm_history, plot_reports, status_gid
+from helpers.labels import LabelError
+from helpers.plots import (
+    plot_gradient_norms,
+    plot_norm_history,
+    plot_reports,
+    plot_spectrogram,
+    plot_state_gradients,
+    status_gid,
+)
 
 MIXED = GradientReport([
     GradientRow("dense/kernel", (3, 2), "ok", 0.5),
@@ -100,3 +113,49 @@ def test_bad_inputs(bad):
         plot_gradient_norms(bad)
     with pytest.raises((TypeError, ValueError)):
         plot_norm_history(bad if bad is not None else [])
+
+
+# --- how far back through time a gradient reaches -------------------------------------------
+
+
+def test_plot_state_gradients_draws_one_line_per_run_and_marks_none():
+    fig = plot_state_gradients({"full": [1e-3, 1e-4, None], "assign": [1e-5, 1e-5, 1e-5]})
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["full", "full: None", "assign"]
+    (crosses,) = [line for line in ax.get_lines() if line.get_label() == "full: None"]
+    assert crosses.get_xdata().tolist() == [2]
+    assert ax.get_ylim()[0] < 1e-5
+
+
+def test_plot_state_gradients_with_only_none_and_no_curves():
+    fig = plot_state_gradients({"cut": [None, None]})
+    assert fig.axes[0].get_ylim()[0] == pytest.approx(1e-6)
+    with pytest.raises(ValueError, match="at least one curve"):
+        plot_state_gradients({})
+
+
+# --- the spectrogram ---------------------------------------------------------------------------
+
+
+def test_spectrogram_shows_the_courses_stft():
+    clip = load_clip("vowel_a")
+    fig = plot_spectrogram(clip.audio, labels=clip.labels, title="vowel a")
+    assert len(fig.axes) == 3  # spectrogram, label strip, colour bar
+    (mesh,) = fig.axes[0].collections
+    db = np.asarray(mesh.get_array()).reshape(257, num_frames(len(clip.audio)))
+    magnitude = stft_magnitude(clip.audio).numpy().T
+    expected = 20 * np.log10(np.maximum(magnitude, 1e-5) / magnitude.max())
+    np.testing.assert_allclose(db, expected, atol=1e-3)
+    assert len(plot_spectrogram(clip.audio).axes) == 2  # no labels: spectrogram and colour bar
+
+
+def test_spectrogram_plot_rejects_bad_audio_and_labels():
+    clip = load_clip("vowel_a")
+    with pytest.raises(AudioError, match="all NaN"):
+        plot_spectrogram(np.full(1000, np.nan, np.float32))
+    with pytest.raises(LabelError, match="expected the labels of this clip"):
+        plot_spectrogram(clip.audio[:8000], labels=clip.labels)
+

@@ -11,34 +11,26 @@ import pytest
 import tensorflow as tf
 
 from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, stft_magnitude
-from helpers.dataset import load_clip
+from helpers.dataset import excerpt, load_clip, make_example
+from helpers.denoiser import denoise, make_denoiser
 from helpers.gradients import gradient_report
+from helpers.labels import FrameLabels, LabelError, Voicing, labels_from_audio
 from helpers.reproducibility import make_deterministic
+from helpers.training import loss_and_gradients
 from helpers.voicing_loss import (
     EPSILON,
     LOG_EPS,
-    FrameLabels,
-    LabelError,
-    TrainingState,
-    Voicing,
     as_tf_function,
+    cond_loop_loss_on_magnitudes,
     cond_loop_voicing_loss,
-    denoise,
-    excerpt,
-    frames_reached,
-    gradients_of,
-    labels_from_audio,
-    locate_break,
+    harmonic_errors,
+    harmonic_power,
     log_compress,
-    loss_and_gradients,
-    make_denoiser,
-    make_example,
-    make_train_step,
+    magnitudes,
+    masked_loss_on_magnitudes,
     masked_voicing_loss,
-    mean_abs_change,
     reconstruction_errors,
     seed_frame_conditions,
-    snapshot,
     voicing_masks,
 )
 
@@ -108,13 +100,6 @@ def test_masks_on_hand_made_patterns(voicing, harmonic, formant):
     masks = voicing_masks(_labels(voicing))
     assert masks.harmonic.astype(int).tolist() == harmonic
     assert masks.formant.astype(int).tolist() == formant
-
-
-def test_the_loop_reaches_exactly_the_masked_frames(clips, model):
-    for name in ("mixed", "silent"):
-        example = clips[name]
-        masks = voicing_masks(example.labels)
-        assert np.array_equal(frames_reached(model, example), masks.harmonic | masks.formant)
 
 
 # --- the two losses agree ------------------------------------------------------------------
@@ -303,70 +288,52 @@ def test_the_seeds_unpadded_look_ahead_reads_past_the_end():
         cond_loop_voicing_loss(audio, audio, labels, pad_lookahead=False)
 
 
-# --- Adam, zero and skip ---------------------------------------------------------------------
+# --- what both losses read -------------------------------------------------------------------
 
-def test_unconnected_zero_with_keras_variables_needs_the_tf_variable(clips):
-    model = make_denoiser(seed=11)
-    example = clips["silent"]
-    with tf.GradientTape(persistent=True) as tape:
-        loss = cond_loop_voicing_loss(example.reference, denoise(model, example.noisy),
-                                      example.labels)
-    # TF 2.21 / Keras 3.15: a Keras variable's dtype is a string, and ZERO needs a DType.
-    with pytest.raises(AttributeError, match="_type_enum"):
-        tape.gradient(loss, model.trainable_variables,
-                      unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    grads = gradients_of(tape, loss, model.trainable_variables, tf.UnconnectedGradients.ZERO)
-    assert gradient_report(grads, model.trainable_variables).all("zero")
-
-
-def test_adam_moves_on_zeros_after_voiced_steps_and_not_when_skipped(clips):
-    model = make_denoiser(seed=12)
-    optimizer = keras.optimizers.Adam(1e-3)
-    variables = model.trainable_variables
-    voiced = clips["voiced"]
-    for _ in range(3):
-        optimizer.apply_gradients(zip(loss_and_gradients(model, voiced, masked_voicing_loss)[1],
-                                      variables))
-    state = TrainingState(model, optimizer)
-    before = snapshot(model)
-    optimizer.apply_gradients(zip([tf.zeros_like(v) for v in variables], variables))
-    assert mean_abs_change(before, model) > 1e-4
-    assert int(optimizer.iterations) == 4
-    state.restore()
-    assert mean_abs_change(before, model) == 0.0 and int(optimizer.iterations) == 3
+def test_magnitudes_are_the_stft_magnitudes_of_both_clips(clips):
+    example = clips["mixed"]
+    ref_mag, est_mag = magnitudes(example.reference, example.noisy)
+    assert ref_mag.shape == est_mag.shape == (example.num_frames, 257)
+    np.testing.assert_array_equal(ref_mag.numpy(), stft_magnitude(example.reference).numpy())
+    np.testing.assert_array_equal(est_mag.numpy(), stft_magnitude(example.noisy).numpy())
+    estimate = tf.Variable(example.noisy)
+    with tf.GradientTape() as tape:
+        _, est_mag = magnitudes(example.reference, estimate)
+        total = tf.reduce_sum(est_mag)
+    assert tape.gradient(total, estimate) is not None  # a Variable estimate stays on the tape
 
 
-def test_training_on_a_mixed_batch_has_no_none_or_nan_and_the_loss_falls(clips):
-    make_deterministic(0)
-    model = make_denoiser()
-    batch = [clips[name] for name in ("voiced", "unvoiced", "silent", "mixed")]
-    step = make_train_step(model, keras.optimizers.Adam(3e-3), batch)
-    losses = []
-    for _ in range(12):
-        loss, grads = step()
-        report = gradient_report(grads, model.trainable_variables)
-        assert not report.any("none") and not report.any("nonfinite")
-        losses.append(float(loss))
-    assert np.mean(losses[-3:]) < np.mean(losses[:3])
+@pytest.mark.parametrize("name", ["voiced", "mixed", "silent"])
+def test_the_losses_on_magnitudes_are_the_losses_without_their_stft(clips, name):
+    example = clips[name]
+    ref_mag, est_mag = magnitudes(example.reference, example.noisy)
+    assert float(cond_loop_loss_on_magnitudes(ref_mag, est_mag, example.labels)) == \
+        float(cond_loop_voicing_loss(example.reference, example.noisy, example.labels))
+    assert float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5)) == \
+        float(masked_voicing_loss(example.reference, example.noisy, example.labels, 0.5))
 
 
-def test_locate_break_names_the_loss_as_the_break(clips, model):
-    silent = locate_break(model, clips["silent"])
-    assert silent.all("none") and silent.names[-1] == "|STFT| of estimate"
-    assert locate_break(model, clips["voiced"]).all("ok")
-    assert locate_break(model, clips["silent"], masked_voicing_loss).all("ok")
+def test_harmonic_power_reads_the_bins_at_the_harmonics():
+    bin_hz = SAMPLE_RATE / 512
+    magnitude = tf.constant(np.tile(np.arange(257, dtype=np.float32), (2, 1)))  # |X[k]| = k
+    on_bins = harmonic_power(magnitude, tf.constant([bin_hz, 2 * bin_hz]))
+    np.testing.assert_allclose(on_bins.numpy(), [np.arange(1, 9) ** 2, (2 * np.arange(1, 9)) ** 2],
+                               rtol=1e-6)
+    between = harmonic_power(magnitude, tf.constant([1.5 * bin_hz, 1.5 * bin_hz]))
+    np.testing.assert_allclose(between.numpy()[0], (1.5 * np.arange(1, 9)) ** 2, rtol=1e-5)
 
 
-# --- excerpts and labels ---------------------------------------------------------------------
+def test_harmonic_errors_compare_log_levels():
+    reference = tf.ones((3, 257))
+    f0 = tf.constant([120.0, 150.0, 200.0])
+    same = harmonic_errors(reference, reference, f0)
+    assert same.shape == (3,) and float(tf.reduce_max(same)) == 0
+    half = harmonic_errors(reference, 0.5 * reference, f0).numpy()
+    # each harmonic is 6 dB down: a log-level difference of log(2), squared
+    np.testing.assert_allclose(half, np.log(2.0) ** 2, rtol=1e-4)
 
-def test_excerpt_frames_sit_on_the_clips_frames():
-    clip = load_clip("utterance_1")
-    audio, labels = excerpt(clip.clean, clip.labels, 10, 30)
-    assert labels.num_frames == 20 and np.array_equal(labels.voicing, clip.labels.voicing[10:30])
-    full = stft_magnitude(clip.clean).numpy()[10:30]
-    part = stft_magnitude(audio).numpy()
-    # interior frames (whose window lies inside the excerpt) are identical
-    np.testing.assert_allclose(part[2:-2], full[2:-2], atol=1e-5)
+
+# --- labels measured from audio --------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -441,9 +408,3 @@ def test_as_tf_function_refuses_other_labels():
     assert np.isfinite(float(graph(audio, audio)))
     with pytest.raises(ValueError, match="other labels"):
         graph(audio, audio, _labels([V, V, S]))
-
-
-def test_excerpt_refuses_frames_outside_the_clip():
-    clip = load_clip("silence")
-    with pytest.raises(LabelError, match="not inside"):
-        excerpt(clip.clean, clip.labels, 10, 100)
