@@ -182,7 +182,9 @@ def istft(spectrum, length: int, hop_length: int = HOP_LENGTH) -> tf.Tensor:
 
     ``tf.signal.inverse_stft`` with the Hann window as synthesis window (weighted
     overlap-add), divided by the summed squared window, as ``librosa.istft`` does. So
-    ``istft(stft(x), len(x))`` gives back ``x`` to float precision, the last samples included.
+    ``istft(stft(x), len(x))`` gives back ``x`` within 1e-5, the last samples included (a clip
+    ending just before a hop boundary has its last few samples covered only by a window's tail,
+    where float32 roundoff grows to about 1e-4).
     (``tf.signal.inverse_stft_window_fn`` assumes every sample is covered by the same number of
     frames; at the end of a centred clip fewer frames cover it, and its last up to
     ``frame_length - hop_length`` samples would come out scaled wrongly.)

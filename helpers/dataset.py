@@ -227,6 +227,8 @@ def noisy_crops(clips: Sequence[Clip], samples: int, rng: np.random.Generator
     added back, so the same noise meets the speech at a new place every step and the model
     cannot learn one noise waveform by heart. Returns ``batch_of``'s two tensors.
     """
+    if not clips:
+        raise ValueError("noisy_crops needs at least one clip.")
     noisy, clean = [], []
     for clip in clips:
         if not 0 < samples <= len(clip.audio):

@@ -60,10 +60,10 @@ def make_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
     and ``mask/{kernel, bias}``. Layer names are fixed, so variable names are the same however
     many models a notebook builds. Call ``make_deterministic`` first for repeatable weights.
     """
-    if isinstance(units, bool) or int(units) <= 0:
-        raise ValueError(f"units must be a positive integer; got {units}.")
-    if isinstance(bins, bool) or int(bins) < 2:
-        raise ValueError(f"bins must be an integer >= 2 (frame_length // 2 + 1); got {bins}.")
+    if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
+        raise ValueError(f"units must be a positive integer; got {units!r}.")
+    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 2:
+        raise ValueError(f"bins must be an integer >= 2 (frame_length // 2 + 1); got {bins!r}.")
     noisy_magnitude = keras.Input((int(bins),), name="noisy_magnitude")
     previous_state = keras.Input((int(units),), name="previous_state")
     features = LogMagnitude(name="features")(noisy_magnitude)
@@ -155,7 +155,10 @@ def enhance(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> t
         return model(noisy_audio[None, :, None])[0, :, 0]
     spectrum = stft(noisy_audio)[tf.newaxis]
     masks, _ = unroll(model, tf.abs(spectrum), chunk_size=chunk_size)
-    return apply_masks(masks, spectrum, int(noisy_audio.shape[-1]))[0]
+    length = noisy_audio.shape[-1]  # None in a tf.function traced for any length
+    if length is None:
+        length = tf.shape(noisy_audio)[-1]
+    return apply_masks(masks, spectrum, length)[0]
 
 
 def denoise(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:

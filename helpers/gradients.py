@@ -251,4 +251,6 @@ def max_abs_diff(a, b) -> float:
         return max(max_abs_diff(x, y) for x, y in zip(a, b))
     if a is None or b is None:
         raise ValueError("cannot compare a None gradient; make every gradient non-None first.")
-    return float(tf.reduce_max(tf.abs(tf.cast(a, tf.float64) - tf.cast(b, tf.float64))))
+    a, b = tf.convert_to_tensor(a), tf.convert_to_tensor(b)
+    wide = tf.complex128 if a.dtype.is_complex or b.dtype.is_complex else tf.float64
+    return float(tf.reduce_max(tf.abs(tf.cast(a, wide) - tf.cast(b, wide))))

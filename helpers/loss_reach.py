@@ -40,12 +40,7 @@ def locate_break(model: keras.Model, example: Example, loss_fn: LossFn = None,
     is where the path breaks. ``loss_fn`` is ``cond_loop_voicing_loss`` (default) or
     ``masked_voicing_loss``.
     """
-    loss_fn = loss_fn or cond_loop_voicing_loss
-    core = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
-            masked_voicing_loss: masked_loss_on_magnitudes}.get(loss_fn)
-    if core is None:
-        raise ValueError("locate_break knows cond_loop_voicing_loss and masked_voicing_loss; "
-                         f"got {getattr(loss_fn, '__name__', loss_fn)!r}.")
+    core = _core_of(loss_fn)
     check_loss_inputs(example.reference, example.noisy, example.labels)
     variables = list(model.trainable_variables)
     with tf.GradientTape() as tape:
@@ -65,9 +60,7 @@ def frames_reached(model: keras.Model, example: Example, loss_fn: LossFn = None,
     """Per frame: does the loss depend on that frame of the estimate's STFT magnitude?
     (True where the gradient with respect to the frame is non-zero.) All False when the
     gradient is None."""
-    loss_fn = loss_fn or cond_loop_voicing_loss
-    core = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
-            masked_voicing_loss: masked_loss_on_magnitudes}[loss_fn]
+    core = _core_of(loss_fn)
     estimate = enhance(model, example.noisy)
     ref_mag, est_mag = magnitudes(example.reference, estimate)
     with tf.GradientTape() as tape:
@@ -77,3 +70,14 @@ def frames_reached(model: keras.Model, example: Example, loss_fn: LossFn = None,
     if grad is None:
         return np.zeros(example.num_frames, dtype=bool)
     return tf.reduce_any(tf.not_equal(grad, 0.0), axis=-1).numpy()
+
+
+def _core_of(loss_fn: LossFn | None) -> LossFn:
+    """The ``*_on_magnitudes`` core of a voicing loss (the seed's loss when None)."""
+    cores = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
+             masked_voicing_loss: masked_loss_on_magnitudes}
+    core = cores.get(loss_fn or cond_loop_voicing_loss)
+    if core is None:
+        raise ValueError("locate_break and frames_reached know cond_loop_voicing_loss and "
+                         f"masked_voicing_loss; got {getattr(loss_fn, '__name__', loss_fn)!r}.")
+    return core

@@ -243,9 +243,6 @@ def test_enhance_rejects_bad_audio(step_model, waveform_model, kind, bad, error,
         denoise(model, bad)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="helpers bug: enhance calls int(noisy_audio.shape[-1]), which is None "
-                          "in a tf.function traced for any length; remove this mark with the fix")
 def test_a_step_model_in_a_tf_function_traced_for_any_length(step_model):
     run = tf.function(lambda audio: enhance(step_model, audio),
                       input_signature=[tf.TensorSpec((None,), tf.float32)])

@@ -169,10 +169,6 @@ def test_max_abs_diff_refuses_none_and_lists_of_different_lengths():
 
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="helpers bug: max_abs_diff casts complex tensors to float64, which "
-                          "drops the imaginary part (fix: compare in complex128); remove this "
-                          "mark with the fix")
 def test_max_abs_diff_of_complex_tensors_sees_the_imaginary_part():
     a = tf.constant([1 + 2j, 3 - 1j], tf.complex64)
     assert max_abs_diff(a, a) == 0

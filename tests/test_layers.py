@@ -2,9 +2,9 @@
 
     6  widgets, exercises (the package and its submodules)
     5  training, loss_reach
-    4  denoiser, voicing_loss
-    3  dataset, gru_state, probe
-    2  synth, labels, plots
+    4  dataset, denoiser, voicing_loss
+    3  labels, gru_state, probe
+    2  synth, plots
     1  audio, gradients
     0  printing, reproducibility
 
@@ -32,9 +32,9 @@ PACKAGE = "helpers"
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("printing", "reproducibility"),
     1: ("audio", "gradients"),
-    2: ("synth", "labels", "plots"),
-    3: ("dataset", "gru_state", "probe"),
-    4: ("denoiser", "voicing_loss"),
+    2: ("synth", "plots"),
+    3: ("labels", "gru_state", "probe"),
+    4: ("dataset", "denoiser", "voicing_loss"),
     5: ("training", "loss_reach"),
     6: ("widgets", "exercises"),
 }
@@ -178,8 +178,8 @@ KNOWN = frozenset({"helpers", "helpers.audio", "helpers.training", "helpers.widg
      "imports helpers.training (layer 5) from helpers.audio (layer 1): a higher layer"),
     ("helpers.plots", "import numpy\n\ndef f():\n    from helpers.denoiser import enhance\n",
      "<fake>:4 imports helpers.denoiser (layer 4) from helpers.plots (layer 2)"),
-    ("helpers.dataset", "import helpers.probe\n",
-     "imports helpers.probe (layer 3) from helpers.dataset (layer 3): the same layer"),
+    ("helpers.dataset", "import helpers.denoiser\n",
+     "imports helpers.denoiser (layer 4) from helpers.dataset (layer 4): the same layer"),
     ("helpers.dataset", "from . import training\n",
      "imports helpers.training (layer 5)"),
     ("helpers.dataset", "from .widgets import GradientLab\n",

@@ -78,10 +78,6 @@ def test_unknown_losses_are_refused(clips, model):
         locate_break(model, clips["voiced"], other_loss)
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError,
-                   reason="helpers bug: frames_reached looks the loss up with [loss_fn] and "
-                          "raises a bare KeyError; locate_break's clear ValueError is wanted; "
-                          "remove this mark with the fix")
 def test_frames_reached_refuses_unknown_losses_clearly(clips, model):
     with pytest.raises(ValueError, match="cond_loop_voicing_loss and masked_voicing_loss"):
         frames_reached(model, clips["voiced"], lambda r, e, lab: masked_voicing_loss(r, e, lab))
