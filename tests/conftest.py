@@ -1,6 +1,10 @@
 import matplotlib
 import pytest
 
+from helpers.dataset import excerpt, load_clip, make_example
+from helpers.denoiser import make_denoiser
+from helpers.reproducibility import make_deterministic
+
 matplotlib.use("Agg")  # in this process only; notebook kernels keep the inline backend
 
 
@@ -10,3 +14,27 @@ def _close_figures():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def clips():
+    """Short voicing-loss examples: voiced, mixed (silence then /a/), unvoiced and silent."""
+    make_deterministic(0)
+    vowel = load_clip("vowel_a")
+    utterance = load_clip("utterance_1")
+    silence = load_clip("silence")
+    return {
+        "voiced": make_example("voiced", *excerpt(vowel.clean, vowel.labels, 0, 12), seed=1),
+        "mixed": make_example("mixed", *excerpt(utterance.clean, utterance.labels, 0, 24),
+                              seed=2),
+        "unvoiced": make_example("unvoiced", *excerpt(utterance.clean, utterance.labels, 26, 40),
+                                 seed=3),
+        "silent": make_example("silent", *excerpt(silence.clean, silence.labels, 0, 12), seed=4),
+    }
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The waveform denoiser of notebooks 03-04, from a fixed seed (test files that need
+    another model define their own ``model`` fixture)."""
+    return make_denoiser(seed=3)

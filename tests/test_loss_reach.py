@@ -6,29 +6,10 @@ import numpy as np
 import pytest
 
 import helpers  # noqa: F401
-from helpers.dataset import excerpt, load_clip, make_example
-from helpers.denoiser import make_denoiser, make_step_model
+from helpers.denoiser import make_step_model
 from helpers.loss_reach import frames_reached, locate_break
 from helpers.reproducibility import make_deterministic
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss, voicing_masks
-
-
-@pytest.fixture(scope="module")
-def clips():
-    vowel = load_clip("vowel_a")
-    utterance = load_clip("utterance_1")
-    silence = load_clip("silence")
-    return {
-        "voiced": make_example("voiced", *excerpt(vowel.clean, vowel.labels, 0, 12), seed=1),
-        "mixed": make_example("mixed", *excerpt(utterance.clean, utterance.labels, 0, 24),
-                              seed=2),
-        "silent": make_example("silent", *excerpt(silence.clean, silence.labels, 0, 12), seed=4),
-    }
-
-
-@pytest.fixture(scope="module")
-def model():
-    return make_denoiser(seed=3)
 
 
 def test_the_loop_reaches_exactly_the_masked_frames(clips, model):

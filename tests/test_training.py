@@ -9,7 +9,6 @@ import pytest
 import tensorflow as tf
 
 import helpers  # noqa: F401
-from helpers.dataset import excerpt, load_clip, make_example
 from helpers.denoiser import enhance, make_denoiser, make_step_model
 from helpers.gradients import gradient_report
 from helpers.reproducibility import make_deterministic
@@ -22,27 +21,6 @@ from helpers.training import (
     snapshot,
 )
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
-
-
-@pytest.fixture(scope="module")
-def clips():
-    vowel = load_clip("vowel_a")
-    utterance = load_clip("utterance_1")
-    silence = load_clip("silence")
-    return {
-        "voiced": make_example("voiced", *excerpt(vowel.clean, vowel.labels, 0, 12), seed=1),
-        "mixed": make_example("mixed", *excerpt(utterance.clean, utterance.labels, 0, 24),
-                              seed=2),
-        "unvoiced": make_example("unvoiced", *excerpt(utterance.clean, utterance.labels, 26, 40),
-                                 seed=3),
-        "silent": make_example("silent", *excerpt(silence.clean, silence.labels, 0, 12), seed=4),
-    }
-
-
-@pytest.fixture(scope="module")
-def model():
-    return make_denoiser(seed=3)
-
 
 # --- loss_and_gradients ------------------------------------------------------------------------
 

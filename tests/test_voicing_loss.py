@@ -11,11 +11,10 @@ import pytest
 import tensorflow as tf
 
 from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, stft_magnitude
-from helpers.dataset import excerpt, load_clip, make_example
-from helpers.denoiser import denoise, make_denoiser
+from helpers.dataset import load_clip
+from helpers.denoiser import denoise
 from helpers.gradients import gradient_report
 from helpers.labels import FrameLabels, LabelError, Voicing, labels_from_audio
-from helpers.reproducibility import make_deterministic
 from helpers.training import loss_and_gradients
 from helpers.voicing_loss import (
     EPSILON,
@@ -54,25 +53,6 @@ def _audio_for(labels: FrameLabels, seed: int = 0, amplitude: float = 0.1) -> np
     return (amplitude * audio).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
-def clips():
-    make_deterministic(0)
-    vowel = load_clip("vowel_a")
-    utterance = load_clip("utterance_1")
-    silence = load_clip("silence")
-    return {
-        "voiced": make_example("voiced", *excerpt(vowel.clean, vowel.labels, 0, 12), seed=1),
-        "mixed": make_example("mixed", *excerpt(utterance.clean, utterance.labels, 0, 24),
-                              seed=2),
-        "unvoiced": make_example("unvoiced", *excerpt(utterance.clean, utterance.labels, 26, 40),
-                                 seed=3),
-        "silent": make_example("silent", *excerpt(silence.clean, silence.labels, 0, 12), seed=4),
-    }
-
-
-@pytest.fixture(scope="module")
-def model():
-    return make_denoiser(seed=3)
 
 
 # --- masks ---------------------------------------------------------------------------------
