@@ -84,11 +84,13 @@ def test_notebook_opens_and_closes_as_the_course_promises(path):
     assert notebook.metadata["kernelspec"]["name"] == "python3"
 
 
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_runs_exactly_the_readme_test_command_then_the_portability_proof():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert "```bash\n./course.sh test\n```" in readme
-    assert ci.strip().splitlines()[-1] == "./course.sh test"
+    commands = [line for line in ci.splitlines() if line.strip() and not line.startswith("#")]
+    assert commands[-3:] == ["./course.sh test", "./course.sh portability", 'exit "$failed"']
+    assert "trap 'failed=1' ERR" in ci  # any failing command fails CI, after both have run
     assert "rm -rf .venv" in ci  # a fresh environment, so a missing install step shows up
 
 
