@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # Gradient Clinic: set up the environment, then open the course, test it, or regenerate it.
 #
-#   ./course.sh lab         install (first time) and open JupyterLab at 00_start_here
-#   ./course.sh test        install (first time) and run every check CI runs
-#   ./course.sh regenerate  install (first time) and re-execute the notebooks' stored outputs
+#   ./course.sh lab          install (first time) and open JupyterLab at 00_start_here
+#   ./course.sh test         install (first time) and run the README's test command: ruff, the unit
+#                            tests and every notebook under strict nbval, on two workers
+#   ./course.sh portability  install (first time), then every notebook under strict nbval twice:
+#                            as on an older x86-64 CPU (no AVX-512), and on one thread
+#   ./course.sh regenerate   install (first time) and re-execute the notebooks' stored outputs
 #
-# The environment lives in .venv (override with VENV=path). It is (re)installed from
+# CI (.ci/run) runs `test`, then `portability`. Extra arguments to `test` and `portability` go to
+# pytest. The environment lives in .venv (override with VENV=path). It is (re)installed from
 # requirements.txt whenever that file changes. Nothing is downloaded after the install.
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV=${VENV:-.venv}
+
+# Strict nbval (every output compared) in a kernel from this environment. The sanitizer only
+# hides audio players' base64 bytes (see the file and CONTRIBUTING.md).
+NBVAL=(--nbval --nbval-current-env --nbval-sanitize-with="$PWD/tests/nbval_sanitize.cfg")
+# Two workers; --dist loadfile keeps every cell of a notebook on one worker, in order, in one
+# kernel (and every test file on one worker). Files are handed out in collection order, which
+# puts the long notebooks first (testpaths in pyproject.toml).
+WORKERS=(-n 2 --dist loadfile --no-loadscope-reorder)
 
 find_python() {
   for candidate in "${PYTHON:-}" python3.11 python3; do
@@ -33,6 +45,48 @@ setup() {
     "$VENV/bin/python" -m pip install --quiet -r requirements.txt
     touch "$VENV/.installed"
   fi
+  # librosa compiles its numba functions on first use (about 12 s per process) and caches
+  # them (cache=True). Keep that cache with the environment it was compiled for, in a place
+  # that is always writable, so every later process, kernels included, loads it instead.
+  NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$(cd "$VENV" && pwd)/numba-cache}
+  export NUMBA_CACHE_DIR
+}
+
+# The AVX-512 groups numpy would use on this machine. numpy refuses to start when asked to
+# disable one of its baseline features and ignores names it does not dispatch, so disable only
+# those of X86_V4 AVX512_ICL AVX512_SPR that this numpy dispatches and this CPU has.
+avx512_features() {
+  env -u NPY_DISABLE_CPU_FEATURES "$VENV/bin/python" -c '
+from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+wanted = ["X86_V4", "AVX512_ICL", "AVX512_SPR"]
+print(" ".join(f for f in wanted if f in __cpu_dispatch__ and __cpu_features__.get(f)))'
+}
+
+# Every notebook under strict nbval twice, with the same sanitizer. Both passes always run; the
+# exit status is non-zero if either failed (pytest's 5, "no tests collected", included).
+portability() {
+  local older=skipped one_thread=passed status=0 paths=(notebooks)
+  case " $* " in *.ipynb\ *) paths=() ;; esac  # notebooks named: only those
+  if [ "$(uname -m)" = x86_64 ]; then
+    local disable
+    disable=$(avx512_features)
+    echo "== portability 1/2: an older x86-64 CPU (AVX2, no AVX-512):" \
+         "NPY_DISABLE_CPU_FEATURES=\"$disable\" OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2"
+    [ -n "$disable" ] || echo "   (numpy uses no AVX-512 on this CPU: nothing to disable there)"
+    older=passed
+    NPY_DISABLE_CPU_FEATURES="$disable" OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2 \
+      "$VENV/bin/python" -m pytest "${WORKERS[@]}" "${NBVAL[@]}" ${paths[@]+"${paths[@]}"} "$@" ||
+      { older="FAILED ($?)"; status=1; }
+  else
+    echo "== portability 1/2: skipped, the older-CPU emulation is for x86-64 (this is $(uname -m))"
+  fi
+  echo "== portability 2/2: one thread:" \
+       "TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1"
+  TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+    "$VENV/bin/python" -m pytest "${WORKERS[@]}" "${NBVAL[@]}" ${paths[@]+"${paths[@]}"} "$@" ||
+    { one_thread="FAILED ($?)"; status=1; }
+  echo "== portability: older CPU $older; one thread $one_thread"
+  return "$status"
 }
 
 command=${1:-}
@@ -47,14 +101,18 @@ case "$command" in
   test)
     setup
     "$VENV/bin/ruff" check .
-    exec "$VENV/bin/python" -m pytest --nbval --nbval-current-env --durations=15 "$@"
+    exec "$VENV/bin/python" -m pytest "${WORKERS[@]}" "${NBVAL[@]}" --durations=15 "$@"
+    ;;
+  portability)
+    setup
+    portability "$@"
     ;;
   regenerate)
     setup
     exec "$VENV/bin/python" scripts/regenerate_outputs.py "$@"
     ;;
   *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
     exit 2
     ;;
 esac

@@ -1,22 +1,26 @@
 """What nbval does not check on its own: that every stored output comes from one clean run,
-that nothing noisy was stored, that failing cells are marked, and that nbval really fails
-when a cell meant to fail stops failing."""
+that nothing noisy was stored, that failing cells are marked, that nbval compares nearly every
+cell, that nbval really fails when a cell meant to fail stops failing, and that the sanitizer
+hides audio bytes and nothing else."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbval.plugin import find_comment_markers, find_metadata_tags
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NOISE = re.compile(r"I0000 |WARNING: All log messages|oneDNN custom operations|"
                    r"cpu_feature_guard|cudart_stub|at 0x[0-9a-f]{6,}|object at 0x")
 IDS = [p.stem for p in NOTEBOOKS]
+SANITIZER = ROOT / "tests" / "nbval_sanitize.cfg"  # what ./course.sh passes to nbval
 
 
 def _code_cells(path):
@@ -80,39 +84,99 @@ def test_notebook_opens_and_closes_as_the_course_promises(path):
     assert notebook.metadata["kernelspec"]["name"] == "python3"
 
 
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_runs_exactly_the_readme_test_command_then_the_portability_proof():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert "```bash\n./course.sh test\n```" in readme
-    assert ci.strip().splitlines()[-1] == "./course.sh test"
+    commands = [line for line in ci.splitlines() if line.strip() and not line.startswith("#")]
+    assert commands[-3:] == ["./course.sh test", "./course.sh portability", 'exit "$failed"']
+    assert "trap 'failed=1' ERR" in ci  # any failing command fails CI, after both have run
     assert "rm -rf .venv" in ci  # a fresh environment, so a missing install step shows up
 
 
-TINY = """{{"cells": [{{"cell_type": "code", "execution_count": 1, "id": "a",
- "metadata": {{"tags": ["raises-exception"]}}, "source": "{source}",
- "outputs": [{{"output_type": "error", "ename": "ValueError", "evalue": "boom",
- "traceback": []}}]}}],
- "metadata": {{"kernelspec": {{"name": "python3", "display_name": "Python 3",
- "language": "python"}}}}, "nbformat": 4, "nbformat_minor": 5}}"""
+def test_the_test_commands_use_the_sanitizer_this_file_checks():
+    course = (ROOT / "course.sh").read_text()
+    assert '--nbval-sanitize-with="$PWD/tests/nbval_sanitize.cfg"' in course
+    assert SANITIZER.is_file()
 
 
-CASES = {  # notebook name: (the cell's source now, should nbval pass?)
-    "still_raises": ("raise ValueError('boom')", True),
-    "stopped_raising": ("x = 1  # the fix someone made by accident", False),
-    "raises_another_error": ("raise TypeError('boom')", False),
+def _nbval_compares(cell) -> bool:
+    """Whether strict nbval compares this code cell's outputs, by nbval's own reading of its
+    comment markers and tags (a cell with no stored run is not compared either)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nbval warns about conflicting markers; not our test
+        options = dict(find_metadata_tags(cell.metadata))
+        options.update(find_comment_markers(cell.source))
+    return (options.get("check", True) and not options.get("skip", False)
+            and cell.execution_count is not None)
+
+
+def test_nbval_compares_the_outputs_of_at_least_nine_code_cells_in_ten():
+    counts = {path.name: (sum(map(_nbval_compares, cells)), len(cells))
+              for path in NOTEBOOKS for cells in [_code_cells(path)]}
+    compared = sum(c for c, _ in counts.values())
+    total = sum(n for _, n in counts.values())
+    assert compared >= 0.9 * total, (
+        f"nbval compares the outputs of {compared} of {total} code cells; "
+        f"NBVAL_IGNORE_OUTPUT / NBVAL_SKIP are for timings only: {counts}")
+
+
+# The meta-test: tiny notebooks with stored outputs, each run once by nbval exactly as the test
+# commands run it (strict, with the sanitizer), all in one subprocess.
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+AUDIO = "from IPython.display import Audio\nAudio([0.0, 0.5, -0.5, 0.25], rate=8000)"
+LABELLED_AUDIO = ("from IPython.display import HTML, Audio\n"
+                  "HTML('<p>10.6 dB</p>' + Audio([0.0, 0.5, -0.5, 0.25], rate=8000)._repr_html_())")
+
+
+def _error(name: str = "ValueError"):
+    return nbformat.v4.new_output("error", ename=name, evalue="boom", traceback=[])
+
+
+def _html(html: str, plain: str):
+    return nbformat.v4.new_output("execute_result", execution_count=1,
+                                  data={"text/html": html, "text/plain": plain})
+
+
+def _audio(last_sample: float = 0.26) -> str:
+    """A player's markup; another last sample gives other base64 bytes in the same markup,
+    as training on another CPU does."""
+    from IPython.display import Audio
+
+    return Audio([0.0, 0.5, -0.5, last_sample], rate=8000)._repr_html_()
+
+
+CASES = {  # notebook name: (the cell's source now, its stored outputs, its tags, should pass?)
+    "still_raises": ("raise ValueError('boom')", [_error()], ["raises-exception"], True),
+    "stopped_raising": ("x = 1  # the fix someone made by accident", [_error()],
+                        ["raises-exception"], False),
+    "raises_another_error": ("raise TypeError('boom')", [_error()], ["raises-exception"], False),
+    "audio_bytes_differ": (AUDIO, [_html(_audio(), "<IPython.lib.display.Audio object>")],
+                           [], True),
+    "text_beside_audio_differs": (LABELLED_AUDIO, [_html(
+        "<p>10.5 dB</p>" + _audio(), "<IPython.core.display.HTML object>")], [], False),
+    "printed_number_differs": ("print(0.25)", [nbformat.v4.new_output(
+        "stream", name="stdout", text="0.26\n")], [], False),
 }
 
 
-def test_nbval_fails_when_a_cell_meant_to_fail_stops_failing(tmp_path):
-    for name, (source, _) in CASES.items():
-        (tmp_path / f"{name}.ipynb").write_text(TINY.format(source=source))
-    result = subprocess.run(  # one nbval run over all three notebooks
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-v",
-         "-p", "no:cacheprovider", *sorted(str(p) for p in tmp_path.glob("*.ipynb"))],
+def test_nbval_fails_when_an_output_changes_except_audio_bytes(tmp_path):
+    """nbval passes a cell meant to fail only while it fails the same way, and the sanitizer
+    hides an audio player's bytes but not a printed number nor the text beside a player.
+    nbval tests each cell on its own, so every case is one cell of one notebook: one kernel."""
+    cells = [nbformat.v4.new_code_cell(source, execution_count=1, outputs=outputs,
+                                       metadata={"tags": tags} if tags else {})
+             for source, outputs, tags, _ in CASES.values()]
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC})
+    nbformat.write(notebook, tmp_path / "cases.ipynb")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
+         f"--nbval-sanitize-with={SANITIZER}", f"--rootdir={tmp_path}", "-v",
+         "-p", "no:cacheprovider", str(tmp_path / "cases.ipynb")],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    for name, (_, passes) in CASES.items():
+    assert _audio() != _audio(0.25)  # so only the sanitizer can make audio_bytes_differ pass
+    for index, (name, (*_, passes)) in enumerate(CASES.items()):
         line = next((line for line in result.stdout.splitlines()
-                     if line.startswith(f"{name}:") and ("PASSED" in line or "FAILED" in line)),
-                    None)
+                     if re.match(rf"\S*::Cell {index} (PASSED|FAILED)", line)), None)
         assert line is not None, result.stdout[-2000:]
-        assert ("PASSED" in line) == passes, f"{name}: {line}"
+        assert ("PASSED" in line) == passes, f"{name}: {line}\n{result.stdout[-3000:]}"
