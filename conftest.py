@@ -15,7 +15,11 @@ _notebook_seconds: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
-    """Add up each notebook's cell times (setup starts its kernel, so include every phase)."""
+    """Add up each notebook's cell times (setup starts its kernel, so include every phase).
+
+    Under pytest-xdist this runs in each worker and again in the main process, once for every
+    report a worker sends; only the main process prints the summary, so nothing is counted
+    twice."""
     path = report.nodeid.split("::", 1)[0]
     if path.endswith(".ipynb"):
         _notebook_seconds[path] = _notebook_seconds.get(path, 0.0) + report.duration
