@@ -80,9 +80,7 @@ def apply_masks(masks, noisy_spectrum, length: int) -> tf.Tensor:
     """
     noisy_spectrum = tf.convert_to_tensor(noisy_spectrum)
     masks = tf.convert_to_tensor(masks)
-    if masks.shape.rank is not None and noisy_spectrum.shape.rank is not None \
-            and masks.shape[-2:] != noisy_spectrum.shape[-2:] \
-            and None not in (*masks.shape[-2:], *noisy_spectrum.shape[-2:]):
+    if not masks.shape[-2:].is_compatible_with(noisy_spectrum.shape[-2:]):
         raise ValueError(f"masks of shape {tuple(masks.shape)} do not fit the spectrum of shape "
                          f"{tuple(noisy_spectrum.shape)}; expected one mask value per frame and "
                          "bin.")

@@ -83,8 +83,6 @@ class GradientReport(Sequence[GradientRow]):
         finite = [r.norm for r in self if r.norm is not None and math.isfinite(r.norm)]
         return max(finite) if finite else None
 
-    def _norm(self, row: GradientRow) -> str:
-        return norm_text(row.norm, self.largest_norm())
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
@@ -93,7 +91,8 @@ class GradientReport(Sequence[GradientRow]):
 
     def to_text(self) -> str:
         header = ("variable", "shape", "status", "norm")
-        body = [(r.name, _shape_text(r.shape), r.status, self._norm(r)) for r in self]
+        largest = self.largest_norm()
+        body = [(r.name, _shape_text(r.shape), r.status, norm_text(r.norm, largest)) for r in self]
         widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(4)]
         lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
                  for row in [header, *body]]
@@ -106,12 +105,13 @@ class GradientReport(Sequence[GradientRow]):
 
     def _repr_html_(self) -> str:
         colours = {"ok": "#1b7837", "zero": "#6a51a3", "nonfinite": "#b2182b", "none": "#555555"}
+        largest = self.largest_norm()
         rows = "".join(
             "<tr>"
             f"<td style='text-align:left'><code>{html.escape(r.name)}</code></td>"
             f"<td>{html.escape(_shape_text(r.shape))}</td>"
             f"<td style='color:{colours[r.status]};font-weight:bold'>{r.status}</td>"
-            f"<td>{self._norm(r)}</td>"
+            f"<td>{norm_text(r.norm, largest)}</td>"
             "</tr>"
             for r in self
         )

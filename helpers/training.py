@@ -9,8 +9,6 @@ weights move, and Adam's momentum, which keeps moving them when a gradient is ze
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -18,9 +16,7 @@ import tensorflow as tf
 from helpers.dataset import Example
 from helpers.denoiser import enhance
 from helpers.gradients import gradients_of
-from helpers.voicing_loss import masked_voicing_loss
-
-LossFn = Callable[..., tf.Tensor]
+from helpers.voicing_loss import LossFn, masked_voicing_loss
 
 
 def loss_and_gradients(model: keras.Model, example: Example, loss_fn: LossFn,
