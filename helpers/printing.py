@@ -61,6 +61,8 @@ def norm_text(norm: float | None, largest: float | None = None,
 
 
 def _short(bound: float) -> str:
-    """``1e-06`` -> ``1e-6``; ``0.5`` stays ``0.5``."""
-    mantissa, _, exponent = f"{bound:g}".partition("e")
+    """``1e-06`` -> ``1e-6``, ``0.0001`` -> ``1e-4``; ``0.5`` stays ``0.5``."""
+    one_digit = f"{bound:.0e}"
+    text = one_digit if bound < 1e-3 and float(one_digit) == bound else f"{bound:g}"
+    mantissa, _, exponent = text.partition("e")
     return f"{mantissa}e{int(exponent)}" if exponent else mantissa

@@ -147,3 +147,9 @@ def test_real_roundoff_gradient_prints_as_approx_zero():
     assert 0 < report[1].norm < ROUNDOFF_FLOOR * report[0].norm, report[1].norm
     assert report.statuses[1] == "ok"
     assert _norm_cells_of_text(report) == {"big": "10", "small": "~0"}
+
+
+def test_bound_text_writes_small_bounds_as_powers_of_ten():
+    assert bound_text(3e-6, 1e-4) == "< 1e-4"
+    assert bound_text(0.0, 1e-3) == "< 0.001"
+    assert bound_text(1e-5, 2.5e-4) == "< 0.00025"
