@@ -11,7 +11,7 @@ import html
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import keras
@@ -32,6 +32,7 @@ class GradientRow:
     shape: tuple[int | None, ...]
     status: Status
     norm: float | None  # None exactly when status == "none"; nan or inf when "nonfinite"
+    hint: str = ""  # for a row that is not ok: the likely family of causes (05's chart)
 
 
 class GradientReport(Sequence[GradientRow]):
@@ -89,11 +90,18 @@ class GradientReport(Sequence[GradientRow]):
         noun = "variable" if len(self) == 1 else "variables"
         return f"{len(self)} {noun}: {counts}" if counts else f"0 {noun}"
 
+    @property
+    def hints(self) -> list[str]:
+        return [row.hint for row in self._rows]
+
     def to_text(self) -> str:
-        header = ("variable", "shape", "status", "norm")
+        header = ("variable", "shape", "status", "norm", "hint")
         largest = self.largest_norm()
-        body = [(r.name, _shape_text(r.shape), r.status, norm_text(r.norm, largest)) for r in self]
-        widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(4)]
+        body = [(r.name, _shape_text(r.shape), r.status, norm_text(r.norm, largest), r.hint)
+                for r in self]
+        columns = 5 if any(self.hints) else 4  # no hint column when every row is ok
+        header, body = header[:columns], [row[:columns] for row in body]
+        widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(columns)]
         lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
                  for row in [header, *body]]
         lines.insert(1, "  ".join("-" * w for w in widths))
@@ -106,43 +114,83 @@ class GradientReport(Sequence[GradientRow]):
     def _repr_html_(self) -> str:
         colours = {"ok": "#1b7837", "zero": "#6a51a3", "nonfinite": "#b2182b", "none": "#555555"}
         largest = self.largest_norm()
+        hints = any(self.hints)
         rows = "".join(
             "<tr>"
             f"<td style='text-align:left'><code>{html.escape(r.name)}</code></td>"
             f"<td>{html.escape(_shape_text(r.shape))}</td>"
             f"<td style='color:{colours[r.status]};font-weight:bold'>{r.status}</td>"
             f"<td>{norm_text(r.norm, largest)}</td>"
-            "</tr>"
+            + (f"<td style='text-align:left'>{html.escape(r.hint)}</td>" if hints else "")
+            + "</tr>"
             for r in self
         )
+        hint_head = "<th style='text-align:left'>hint</th>" if hints else ""
         return (
             "<table><thead><tr><th style='text-align:left'>variable</th><th>shape</th>"
-            f"<th>status</th><th>gradient norm</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<th>status</th><th>gradient norm</th>{hint_head}</tr></thead><tbody>{rows}"
+            "</tbody></table>"
             f"<p>{html.escape(self.summary())}</p>"
         )
 
 
-def gradient_report(grads: Sequence[Any], variables: Sequence[Any]) -> GradientReport:
-    """One row per variable: name, shape, status (none/zero/nonfinite/ok) and gradient norm.
+def gradient_report(grads: Sequence[Any], sources: Sequence[Any],
+                    names: Sequence[str] | None = None) -> GradientReport:
+    """One row per source: name, shape, status (none/zero/nonfinite/ok), gradient norm, and
+    for a row that is not ok a short hint at the likely cause (05's decision chart).
 
-    ``grads`` is what ``tape.gradient(loss, variables)`` returned for the same ``variables``.
+    ``grads`` is what ``tape.gradient(loss, sources)`` returned for the same ``sources``
+    (variables or tensors). ``names`` names the rows (tensors have no name of their own).
     Dense tensors and ``tf.IndexedSlices`` (from ``tf.gather`` or an ``Embedding``) are both
     understood; repeated indices in IndexedSlices are summed first, as the optimizer would.
     """
     grads = _as_list(grads, "grads")
-    variables = _as_list(variables, "variables")
-    if len(grads) != len(variables):
+    sources = _as_list(sources, "variables")
+    if len(grads) != len(sources):
         raise ValueError(
-            f"gradient_report got {len(grads)} gradients for {len(variables)} variables; "
+            f"gradient_report got {len(grads)} gradients for {len(sources)} variables; "
             "expected one gradient per variable, in the same order "
             "(grads = tape.gradient(loss, variables))."
         )
-    rows = [_row(g, v, i) for i, (g, v) in enumerate(zip(grads, variables))]
-    return GradientReport(rows)
+    if names is not None:
+        names = _as_list(names, "names")
+        if len(names) != len(sources) or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(f"names must be {len(sources)} non-empty strings, one per source; "
+                             f"got {names!r}.")
+    rows = [_row(g, v, i, names[i] if names else None)
+            for i, (g, v) in enumerate(zip(grads, sources))]
+    every_none = all(r.status == "none" for r in rows)
+    return GradientReport([replace(r, hint=_hint(r.status, v, every_none))
+                           for r, v in zip(rows, sources)])
 
 
-def _row(grad: Any, variable: Any, index: int) -> GradientRow:
-    name = variable_name(variable, index)
+def _hint(status: Status, source: Any, every_none: bool) -> str:
+    """The likely family of causes of a row that is not ok (05's decision chart)."""
+    if status == "zero":
+        return "zeros: tf.sign, a NumPy py_function, a tf.cond in tf.function?"
+    if status == "nonfinite":
+        return "NaN/inf: log, sqrt or 1/x of 0, even in a tf.where branch?"
+    if status == "ok":
+        return ""
+    is_tensor = not isinstance(source, (tf.Variable, keras.Variable)) and tf.is_tensor(source)
+    if not is_tensor and not getattr(source, "trainable", True):
+        return "not trainable: pass trainable_variables"
+    try:
+        dtype = tf.as_dtype(getattr(source, "dtype", None))
+        discrete = not (dtype.is_floating or dtype.is_complex)
+    except TypeError:
+        discrete = False
+    if discrete:
+        return "integer dtype: no gradient"
+    if is_tensor:
+        return "a tensor: tape.watch it before use"
+    if every_none:
+        return "path cut: NumPy, int/round, stop_gradient, assign, loss outside tape?"
+    return "not used on the way to the loss, or read outside the tape?"
+
+
+def _row(grad: Any, variable: Any, index: int, name: str | None = None) -> GradientRow:
+    name = name or variable_name(variable, index)
     shape = _shape_of(variable)
     if grad is None:
         return GradientRow(name, shape, "none", None)

@@ -1,41 +1,36 @@
 """Find the place where the gradient path breaks.
 
-``tape.gradient`` says *that* a gradient is None; it does not say *where* the computation
-left the tape's view. ``GradientProbe`` answers the second question. Use it exactly like a
-``tf.GradientTape``, and mark a few points of the forward pass on the way::
+``tape.gradient`` says *that* a gradient is None; ``GradientProbe`` says *where* the
+computation left the tape's view. Use it like a ``tf.GradientTape`` and mark a few points of
+the forward pass::
 
     with GradientProbe() as probe:
         frames = probe.mark("frames", model(noisy))
         audio = probe.mark("audio", overlap_add(frames))
-        loss = probe.mark("loss_input", tf.abs(audio - clean))
-        loss = tf.reduce_mean(loss)
-    probe.locate(loss, model.trainable_weights)
+        loss = tf.reduce_mean(tf.abs(audio - clean))
+    probe.locate(loss, model.trainable_variables)
 
-``mark(name, value)`` returns ``value`` unchanged, so it can wrap an expression inline.
-``locate`` then asks two questions about every mark: does the loss reach it
-(``d loss / d mark`` is not None) and which variables reach it (``d mark / d variable`` is
-not None). Marks are listed in the order they were made; a later mark found to feed an
-earlier one is moved before it (and the result says so). The gradient path is broken
-between the last mark the variables reach but the loss does not, and the first mark after
-it that the loss reaches: ``broken_between`` names both. Two pseudo-marks close the path at
-either end: ``VARIABLES`` (where the variables are read) and ``LOSS`` (the loss itself).
+``mark(name, value)`` returns ``value`` unchanged. Model code can call the module-level
+``helpers.probe.mark(name, value)`` instead: it records into the probe that is recording,
+and does nothing when none is. ``locate`` works in three steps:
 
-Marks that cannot carry a gradient at all are recorded and named in the verdict instead of
-being watched: NumPy arrays and Python numbers (already outside TensorFlow), integer, bool
-and string tensors (no gradient through integers), and variables (the tape sees reads of a
-variable, never how its value was produced by ``assign``).
+1. the gradient of the loss for every source (variable or watched tensor): only the sources
+   whose gradient is None need explaining; if none is None, the path is intact;
+2. each None source gets a cause. Not trainable, never read inside the block, a tensor never
+   watched, an integer dtype: these are causes of the source itself. Otherwise the path is
+   cut somewhere after it;
+3. a cut is found from the marks, in the order they were made: the last mark the source
+   reaches that the loss does not reach, and the first later mark that does not depend on
+   it (``d later / d mark`` is None). ``.breaks`` lists every cut in forward order;
+   ``.broken_between`` is the first.
 
-The probe wraps one persistent ``tf.GradientTape``: ``probe.gradient``, ``probe.report``
-and ``probe.tape`` give the gradients themselves, so no second tape is needed.
+Marks that cannot carry a gradient (NumPy arrays, Python numbers, integer tensors,
+variables written with ``assign``) are recorded and named in the verdict.
 
-**Eager mode** is where the probe is meant to be used. **Inside ``tf.function``** it works
-only when the whole ``with`` block, the marks and ``locate`` run in the *same* trace: then
-the verdict is made while the function is traced (whether a gradient is None is known
-before any value exists), but the zero / NaN status of a gradient is not, and the result is
-a Python object you can print or keep, not return from the function. Marking a tensor inside
-a ``tf.function`` called from an eager probe raises ``ProbeError``: mark the function's inputs
-and outputs instead, or run it eagerly while you debug
-(``tf.config.run_functions_eagerly(True)``).
+**Inside ``tf.function``** the probe works when the whole ``with`` block, the marks and
+``locate`` run in one trace: None or not None is known while tracing, zero / NaN is not.
+Marking a tensor inside a ``tf.function`` called from an eager probe raises ``ProbeError``:
+mark its inputs and outputs instead, or debug with ``tf.config.run_functions_eagerly(True)``.
 """
 
 from __future__ import annotations
@@ -59,33 +54,30 @@ LOSS = "(loss)"
 
 Kind = Literal["float", "integer", "variable", "numpy", "python"]
 LossStatus = Literal["ok", "zero", "nonfinite", "none", "error"]
-
-_DISCONNECTED_KINDS = ("integer", "numpy", "python")
-
-# The probe's own code runs on Python values only; AutoGraph converting it inside a
-# tf.function would only cost time (seconds per trace).
-_not_converted = tf.autograph.experimental.do_not_convert
+Cause = Literal["cut", "untrainable", "unread", "unwatched", "integer"]
+_NO_GRADIENT_KINDS = ("integer", "numpy", "python")
+_active: list[GradientProbe] = []  # probes whose `with` block is running, innermost last
+_not_converted = tf.autograph.experimental.do_not_convert  # keep AutoGraph off the probe
 
 
 class ProbeError(RuntimeError):
-    """The probe was used in a way it cannot answer (outside its ``with`` block, across a
+    """The probe was used in a way it cannot answer (outside its block, across a
     ``tf.function`` boundary, twice)."""
 
-    # AutoGraph re-raises an error from traced code as its own type only when that type
-    # takes a plain message like Exception does; otherwise it becomes a StagingError.
-    __init__ = Exception.__init__
+    __init__ = Exception.__init__  # lets AutoGraph re-raise it as itself
+
+
+def mark(name: str, value: Any) -> Any:
+    """Record ``value`` (a tensor or a nested list / dict of them) into the probe that is
+    recording, and return it unchanged. Does nothing when no probe is recording."""
+    return _active[-1].mark(name, value) if _active else value
 
 
 @dataclass(frozen=True)
 class MarkResult:
-    """What ``locate`` found out about one mark.
-
-    ``loss_reaches``: d loss / d mark is not None. ``loss_gradient``: its status, one of
-    ``ok``, ``zero``, ``nonfinite``, ``none``, ``error`` (computing it raised; see
-    ``errors``), or None when it could not be measured (inside ``tf.function`` values are
-    not known while tracing). ``variables``: names of the variables that reach the mark.
-    ``note``: why a NumPy, Python, integer or variable mark cannot pass a gradient.
-    """
+    """What ``locate`` found out about one mark: does the loss reach it (``loss_gradient``:
+    ok, zero, nonfinite, none, error, or None while tracing), which sources reach it
+    (``variables``), and why a NumPy / Python / integer / variable mark passes no gradient."""
 
     name: str
     kind: Kind
@@ -96,226 +88,144 @@ class MarkResult:
     note: str = ""
     errors: tuple[str, ...] = ()
 
-    @property
-    def variables_reach(self) -> bool:
-        return bool(self.variables)
-
     def kind_text(self) -> str:
-        return {
-            "float": self.dtype,
-            "integer": self.dtype,
-            "variable": f"Variable {self.dtype}",
-            "numpy": f"NumPy {self.dtype}",
-            "python": f"Python {self.dtype}",
-        }[self.kind]
+        prefix = {"variable": "Variable ", "numpy": "NumPy ", "python": "Python "}
+        return prefix.get(self.kind, "") + self.dtype
 
 
 class Location:
-    """The verdict of ``GradientProbe.locate``: where the gradient path breaks, if it does.
+    """The verdict of ``GradientProbe.locate``.
 
-    ``broken_between`` is ``(last mark the variables reach that the loss does not, first
-    mark after it that the loss reaches)`` or None when the path is intact. Either end can
-    be a pseudo-mark: ``VARIABLES`` when the variables reach no mark, ``LOSS`` when the loss
-    reaches no mark after the break. ``location["name"]`` gives one mark's ``MarkResult``.
+    ``breaks``: every ``(start, end)`` pair around a cut, in forward order (``VARIABLES``
+    when the sources reach no mark, ``LOSS`` when nothing after the start reaches the loss).
+    ``broken_between``: the first break or None. ``intact``: no source's gradient is None,
+    so it always agrees with the gradient report. ``causes``: the cause of each None source.
     """
 
     def __init__(self, marks: Sequence[MarkResult], variable_names: Sequence[str],
-                 loss_reaches_variables: Sequence[bool], *, loss_note: str = "",
-                 untrainable: Sequence[str] = (), order_note: str = "",
-                 traced: bool = False):
-        self.marks: tuple[MarkResult, ...] = tuple(marks)
-        self.variable_names: tuple[str, ...] = tuple(variable_names)
-        self.loss_reaches_variables: tuple[bool, ...] = tuple(loss_reaches_variables)
+                 loss_reaches_variables: Sequence[bool], breaks: Sequence[tuple[str, str]],
+                 causes: dict[str, Cause], notes: Sequence[str] = (),
+                 details: dict[tuple[str, str], list[str]] | None = None,
+                 loss_note: str = "", traced: bool = False):
+        self.marks = tuple(marks)
+        self.variable_names = tuple(variable_names)
+        self.loss_reaches_variables = tuple(loss_reaches_variables)
+        self.breaks = list(breaks)
+        self.causes = dict(causes)
+        self.notes = list(notes)
+        self.details = details or {}
         self.loss_note = loss_note
-        self.untrainable = tuple(untrainable)
-        self.order_note = order_note
         self.traced = traced
-        self.broken_between: tuple[str, str] | None = self._find_break()
 
-    # -- the verdict ---------------------------------------------------------------------
-    def _points(self) -> list[tuple[str, bool, bool]]:
-        """(name, variables reach it, loss reaches it) along the path, ends included."""
-        any_variable = any(self.loss_reaches_variables)
-        return ([(VARIABLES, True, any_variable)]
-                + [(m.name, m.variables_reach, m.loss_reaches) for m in self.marks]
-                + [(LOSS, any_variable, True)])
-
-    def _find_break(self) -> tuple[str, str] | None:
-        points = self._points()
-        cut = [i for i, (_, from_variables, from_loss) in enumerate(points)
-               if from_variables and not from_loss]
-        if not cut:
-            return None
-        last = cut[-1]
-        first_after = next(i for i in range(last + 1, len(points)) if points[i][2])
-        return points[last][0], points[first_after][0]
+    @property
+    def broken_between(self) -> tuple[str, str] | None:
+        return self.breaks[0] if self.breaks else None
 
     @property
     def intact(self) -> bool:
-        return self.broken_between is None
+        return all(self.loss_reaches_variables)
 
     @property
     def names(self) -> list[str]:
         return [m.name for m in self.marks]
 
     def __getitem__(self, name: str) -> MarkResult:
-        for mark in self.marks:
-            if mark.name == name:
-                return mark
+        for result in self.marks:
+            if result.name == name:
+                return result
         raise KeyError(f"no mark named {name!r}; the marks are {self.names}.")
 
     def unreached_variables(self) -> list[str]:
-        """Variables whose gradient (d loss / d variable) is None."""
+        """Sources whose gradient (d loss / d source) is None."""
         return [n for n, r in zip(self.variable_names, self.loss_reaches_variables) if not r]
 
-    # -- the explanation -----------------------------------------------------------------
     def explanation(self) -> str:
-        """A few sentences: the verdict, what lies between the two marks, what to check."""
-        lines: list[str] = []
-        if self.broken_between is None:
-            if self.marks:
-                lines.append("Gradient path intact: the loss reaches every mark the "
-                             "variables reach.")
-            else:
-                lines.append("Gradient path intact (no marks were made).")
+        """The verdict, what lies around each break, what to check."""
+        if self.intact:
+            head = ["Gradient path intact: every source gets a gradient."]
+        elif not self.breaks:
+            head = [f"No break in the gradient path, but {len(self.unreached_variables())} "
+                    "sources get None (see the note)."]
+        elif len(self.breaks) == 1:
+            head = [f"Gradient path broken between {_point(self.breaks[0][0])} and "
+                    f"{_point(self.breaks[0][1])}."]
         else:
-            lines.extend(self._break_lines(*self.broken_between))
-        lines.extend(self._notes())
+            head = [f"Gradient path broken in {len(self.breaks)} places, in forward order:"]
+        lines = list(head)
+        for number, (start, end) in enumerate(self.breaks, 1):
+            if len(self.breaks) > 1:
+                lines.append(f"{number}. between {_point(start)} and {_point(end)}.")
+            lines.extend(f"  {line}" for line in self.details.get((start, end), []))
+            lines.append(f"  Look at the code between {_place(start)} and {_place(end)}.")
+        lines.extend(f"Note: {note}" for note in self.notes)
         return "\n".join(lines)
-
-    def _break_lines(self, start: str, end: str) -> list[str]:
-        lines = [f"Gradient path broken between {_point(start)} and {_point(end)}."]
-        if start == VARIABLES:
-            lines.append("  The variables reach none of the marks"
-                         + (f" up to {end!r}." if end != LOSS else "."))
-        else:
-            lines.append(f"  The variables reach {start!r}; the loss does not.")
-        if end == LOSS:
-            lines.append("  The loss reaches none of the marks"
-                         + (f" after {start!r}." if start != VARIABLES else "."))
-        else:
-            lines.append(f"  The loss reaches {end!r}; the variables do not.")
-        names = [VARIABLES, *self.names, LOSS]
-        first = max(names.index(start) - 1, 0)
-        shown: list[str] = []
-        for mark in self.marks[first:names.index(end)]:
-            if mark.note:
-                lines.append(f"  {mark.name!r} is {mark.note}")
-            for error in mark.errors:
-                if error not in shown:
-                    shown.append(error)
-                    kind, _, message = error.partition(": ")
-                    lines.append(f"  An op between these marks has no usable gradient: "
-                                 f"tape.gradient raises {kind} ({message}).")
-        if end == LOSS and self.loss_note:
-            lines.append(f"  {self.loss_note}")
-        lines.append(f"Look at the code between {_place(start)} and {_place(end)}.")
-        return lines
-
-    def _notes(self) -> list[str]:
-        notes: list[str] = []
-        if self.broken_between is None or self.broken_between[1] != LOSS:
-            if self.loss_note:
-                notes.append(f"Note: {self.loss_note}")
-        zero = [m.name for m in self.marks if m.loss_gradient == "zero"]
-        if zero:
-            notes.append(f"Note: the loss reaches {_names(zero)}, but its gradient there is "
-                         "all zeros.")
-        nonfinite = [m.name for m in self.marks if m.loss_gradient == "nonfinite"]
-        if nonfinite:
-            notes.append(f"Note: the loss gradient at {_names(nonfinite)} is NaN or inf.")
-        frozen = [n for n in self.unreached_variables() if n in self.untrainable]
-        if frozen:
-            notes.append(f"Note: the loss does not reach {_names(frozen)}: "
-                         f"{'it is' if len(frozen) == 1 else 'they are'} not trainable, and "
-                         "the tape watches trainable variables only. Make "
-                         f"{'it' if len(frozen) == 1 else 'them'} trainable, or call "
-                         "probe.watch(...) inside the block if you only want the gradient.")
-        unreached = [n for n in self.unreached_variables() if n not in self.untrainable]
-        if unreached and self.broken_between is None:
-            notes.append(f"Note: the loss does not reach {len(unreached)} of "
-                         f"{len(self.variable_names)} variables ({_names(unreached)}): "
-                         "they are not used on the way from the marks to the loss.")
-        if self.order_note:
-            notes.append(f"Note: {self.order_note}")
-        if self.traced:
-            notes.append("Note: located while tracing a tf.function: None or not None is "
-                         "known, zero / NaN values are not.")
-        return notes
 
     def table_rows(self) -> list[tuple[str, str, str, str]]:
         total = len(self.variable_names)
-        rows = []
-        for m in self.marks:
-            if m.kind in _DISCONNECTED_KINDS:
-                reach, variables = "-", "-"
-            else:
-                reach = _reach_text(m)
-                variables = _variables_text(m.variables, total)
-            rows.append((m.name, m.kind_text(), reach, variables))
-        return rows
+        return [(m.name, m.kind_text(), "-" if m.kind in _NO_GRADIENT_KINDS else _reach_text(m),
+                 "-" if m.kind in _NO_GRADIENT_KINDS else _variables_text(m.variables, total))
+                for m in self.marks]
 
     def to_text(self) -> str:
-        lines = [self.explanation()]
-        if self.marks:
-            header = ("mark", "kind", "loss reaches it", "variables reaching it")
-            body = self.table_rows()
-            widths = [max(len(r[i]) for r in [header, *body]) for i in range(4)]
-            table = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-                     for r in [header, *body]]
-            table.insert(1, "  ".join("-" * w for w in widths))
-            lines.extend(["", *table])
-        return "\n".join(lines)
+        if not self.marks:
+            return self.explanation()
+        header = ("mark", "kind", "loss reaches it", "variables reaching it")
+        rows = [header, *self.table_rows()]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        table = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        table.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join([self.explanation(), "", *table])
 
     def __repr__(self) -> str:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        explanation = self.explanation().splitlines()
+        first, *rest = self.explanation().splitlines()
         colour = "#1b7837" if self.intact else "#b2182b"
-        head = (f"<p style='color:{colour};font-weight:bold'>{html.escape(explanation[0])}"
-                "</p>")
-        rest = "".join(f"<li>{html.escape(line.strip())}</li>" for line in explanation[1:])
-        rest = f"<ul>{rest}</ul>" if rest else ""
-        broken = set(self.broken_between or ())
-        rows = "".join(
-            "<tr" + (" style='background:#fde0dd'" if name in broken else "") + ">"
-            f"<td style='text-align:left'><code>{html.escape(name)}</code></td>"
-            f"<td>{html.escape(kind)}</td><td>{html.escape(reach)}</td>"
-            f"<td style='text-align:left'>{html.escape(variables)}</td></tr>"
-            for name, kind, reach, variables in self.table_rows()
-        )
-        table = ("<table><thead><tr><th style='text-align:left'>mark</th><th>kind</th>"
-                 "<th>loss reaches it</th><th style='text-align:left'>variables reaching it"
-                 f"</th></tr></thead><tbody>{rows}</tbody></table>") if self.marks else ""
-        return head + rest + table
+        out = f"<p style='color:{colour};font-weight:bold'>{html.escape(first)}</p>"
+        if rest:
+            out += "<ul>" + "".join(f"<li>{html.escape(r.strip())}</li>" for r in rest) + "</ul>"
+        if self.marks:
+            broken = {name for pair in self.breaks for name in pair}
+            out += ("<table><thead><tr><th style='text-align:left'>mark</th><th>kind</th>"
+                    "<th>loss reaches it</th><th style='text-align:left'>variables reaching "
+                    "it</th></tr></thead><tbody>")
+            for name, kind, reach, variables in self.table_rows():
+                shade = " style='background:#fde0dd'" if name in broken else ""
+                out += (f"<tr{shade}><td style='text-align:left'><code>{html.escape(name)}"
+                        f"</code></td><td>{html.escape(kind)}</td><td>{html.escape(reach)}</td>"
+                        f"<td style='text-align:left'>{html.escape(variables)}</td></tr>")
+            out += "</tbody></table>"
+        return out
+
+
+@dataclass
+class _Mark:
+    name: str
+    kind: Kind
+    dtype: str
+    value: Any
+    note: str = ""
+    tape: tf.GradientTape | None = None  # watches only this mark: sees what comes after it
 
 
 class GradientProbe:
-    """A ``tf.GradientTape`` that also remembers named points of the forward pass.
+    """A persistent ``tf.GradientTape`` that also remembers named points of the forward pass.
 
-    ``with GradientProbe() as probe:`` records the forward pass on a persistent tape;
-    ``probe.mark(name, value)`` records a point (and returns ``value``); after the block,
-    ``probe.locate(loss, variables)`` says where the gradient path breaks, and
-    ``probe.gradient`` / ``probe.report`` give the gradients. One probe, one forward pass.
-
-    Each float mark gets a small tape of its own that watches only that mark, opened when
-    the mark is made. ``d loss / d mark`` is asked of that tape, so the answer depends only
-    on what happens *after* the mark: an op upstream with no registered gradient cannot
-    make it fail.
+    One probe, one forward pass. Each float mark gets a small tape of its own, opened when
+    the mark is made, so ``d loss / d mark`` depends only on what happens after the mark.
     """
 
     def __init__(self, *, watch_accessed_variables: bool = True):
         self._tape = tf.GradientTape(persistent=True,
                                      watch_accessed_variables=watch_accessed_variables)
         self._marks: list[_Mark] = []
+        self._watched: set[Any] = set()  # refs of tensors watched through the probe
         self._state = "new"  # new -> recording -> done
         self._graph: Any = None
         self._eager = True
-        self._uid_enter: int | None = None
-        self._uid_exit: int | None = None
+        self._span: list[int | None] = [None, None]  # creation counter at enter and exit
 
-    # -- the context ---------------------------------------------------------------------
     @_not_converted
     def __enter__(self) -> GradientProbe:
         if self._state != "new":
@@ -323,19 +233,22 @@ class GradientProbe:
                              "(with GradientProbe() as probe:) for the next.")
         self._eager = tf.executing_eagerly()
         self._graph = tf.compat.v1.get_default_graph()
-        self._uid_enter = _uid()
+        self._span[0] = _creation_order() if self._eager else None
         self._tape.__enter__()
         self._state = "recording"
+        _active.append(self)
         return self
 
     @_not_converted
     def __exit__(self, *exc_info) -> None:
-        for mark in reversed(self._marks):
-            if mark.tape is not None:
-                mark.tape.__exit__(*exc_info)
+        for m in reversed(self._marks):
+            if m.tape is not None:
+                m.tape.__exit__(*exc_info)
         self._tape.__exit__(*exc_info)
-        self._uid_exit = _uid()
+        self._span[1] = _creation_order() if self._eager else None
         self._state = "done"
+        if self in _active:
+            _active.remove(self)
 
     @property
     def tape(self) -> tf.GradientTape:
@@ -344,7 +257,6 @@ class GradientProbe:
 
     @property
     def recording(self) -> bool:
-        """True inside the ``with`` block."""
         return self._state == "recording"
 
     @property
@@ -354,97 +266,192 @@ class GradientProbe:
 
     @_not_converted
     def watch(self, value: Any) -> None:
-        """``tape.watch``: also record operations on ``value`` (a float tensor or variable)."""
+        """``tape.watch``: also record operations on ``value`` (float tensors or variables)."""
         self._require("watch", recording=True)
-        self._tape.watch(_watchable(value))
+        for leaf in keras.tree.flatten(value):
+            self._tape.watch(_watchable(leaf))
+            if tf.is_tensor(leaf):
+                self._watched.add(_watchable(leaf).ref())
 
     @_not_converted
     def gradient(self, target: Any, sources: Any, **kwargs: Any) -> Any:
         """``tape.gradient(target, sources, ...)`` on the probe's tape."""
         self._require("gradient", recording=False)
         with self._paused():
-            return self._tape.gradient(target, sources, **kwargs)
+            return self._tape.gradient(target, keras.tree.map_structure(_watchable, sources),
+                                       **kwargs)
 
     @_not_converted
-    def report(self, loss: Any, variables: Sequence[Any]) -> GradientReport:
-        """The gradient report (``helpers.gradients``) of ``loss`` for ``variables``."""
-        variables = _check_variables(variables)
-        return gradient_report(self.gradient(loss, variables), variables)
+    def report(self, loss: Any, sources: Sequence[Any],
+               names: Sequence[str] | None = None) -> GradientReport:
+        """The gradient report (``helpers.gradients``) of ``loss`` for ``sources``."""
+        sources = _check_sources(sources)
+        return gradient_report(self.gradient(loss, sources), sources,
+                               self._source_names(sources, names))
 
-    # -- marking -------------------------------------------------------------------------
     @_not_converted
     def mark(self, name: str, value: Any) -> Any:
         """Record ``value`` as the point ``name`` of the forward pass and return it unchanged.
 
-        Float tensors are watched, so the loss can be traced back to them. NumPy arrays,
-        Python numbers and integer / bool / string tensors are recorded as points where
-        the gradient cannot pass. A variable is watched as a variable: the tape sees its
-        reads, never the computation that was assigned to it. Mark a tensor right after it
-        is computed: the tape records an operation only if an input was already watched.
+        Float tensors are watched. A nested list / dict is marked leaf by leaf, as
+        ``name[0]``, ``name['key']``. Mark a tensor right after it is computed.
         """
         self._require("mark", recording=True)
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"a mark needs a non-empty name (a str), got {name!r}.")
         if name in (VARIABLES, LOSS):
-            raise ValueError(f"{name!r} is reserved for the ends of the path; pick another "
-                             "name.")
+            raise ValueError(f"{name!r} is reserved for the ends of the path; pick another.")
+        leaves = ([((), value)] if _is_leaf(value) else keras.tree.flatten_with_path(value))
+        if not leaves:
+            raise ValueError(f"mark {name!r}: the structure holds no tensor.")
+        for path, leaf in leaves:
+            self._mark_one(name + "".join(f"[{p!r}]" for p in path), leaf)
+        return value
+
+    def _mark_one(self, name: str, value: Any) -> None:
         if name in self.marks:
-            raise ValueError(
-                f"there is already a mark named {name!r}. Each mark needs its own name; in "
-                f"a loop use e.g. f'{name}_{{t}}'.")
-        mark = _classify(name, value)
-        if mark.kind in ("float", "variable"):
+            raise ValueError(f"there is already a mark named {name!r}. Each mark needs its "
+                             f"own name; in a loop use e.g. f'{name}_{{t}}'.")
+        m = _classify(name, value)
+        if m.kind in ("float", "variable"):
             self._check_same_trace(f"probe.mark({name!r}, ...)")
             watched = _watchable(value)
             self._tape.watch(watched)
-            mark.tape = tf.GradientTape(persistent=True, watch_accessed_variables=False)
-            mark.tape.__enter__()
-            mark.tape.watch(watched)
-        self._marks.append(mark)
-        return value
+            self._watched.add(watched.ref())
+            m.tape = tf.GradientTape(persistent=True, watch_accessed_variables=False)
+            m.tape.__enter__()
+            m.tape.watch(watched)
+            if m.kind == "float" and self._made_before_block(value):
+                m.note = ("computed before the `with` block began: the tape never saw how "
+                          "it was made.")
+        self._marks.append(m)
 
-    # -- locating ------------------------------------------------------------------------
+    # -- the verdict ---------------------------------------------------------------------
     @_not_converted
-    def locate(self, loss: Any, variables: Sequence[Any]) -> Location:
-        """For every mark: does the loss reach it, and which variables reach it?
-
-        Returns a ``Location`` whose ``broken_between`` names the two marks around the
-        break (or is None when the path is intact) and which prints as an explanation.
-        """
+    def locate(self, loss: Any, sources: Sequence[Any],
+               names: Sequence[str] | None = None) -> Location:
+        """Where the gradient path from ``sources`` (variables or watched tensors) to
+        ``loss`` breaks. Returns a ``Location`` that prints as an explanation."""
         self._require("locate", recording=False)
-        variables = _check_variables(variables)
-        names = [variable_name(v, i) for i, v in enumerate(variables)]
-        traced = not self._eager
+        sources = _check_sources(sources)
+        names = self._source_names(sources, names)
         loss_note = self._loss_note(loss)
-        loss_usable = not loss_note or loss_note.startswith("The loss was computed")
-        if loss_usable:
+        usable = not loss_note or "block" in loss_note
+        if usable:
             self._check_same_trace("probe.locate(loss, ...)", loss)
         with self._paused():
-            marks = self._in_forward_order()
-            results = [self._locate_mark(m, loss if loss_usable else None, variables, names,
-                                         traced) for m in marks]
-            grads, error = (self._safe_gradient(self._tape, loss, variables) if loss_usable
-                            else ([None] * len(variables), ""))
-        reach = [g is not None for g in grads]
-        if error and not loss_note:
-            kind, _, message = error.partition(": ")
-            loss_note = f"tape.gradient(loss, variables) itself raises {kind} ({message})."
-        elif loss_usable and not loss_note and not any(reach) and not any(
-                r.loss_reaches for r in results):
-            loss_note = ("The loss reaches no mark and no variable: as far as the tape "
-                         "can see, it is a constant.")
-        untrainable = [n for v, n in zip(variables, names)
-                       if not getattr(_watchable(v), "trainable", True)]
-        return Location(results, names, reach, loss_note=loss_note, untrainable=untrainable,
-                        order_note=self._order_note(marks), traced=traced)
+            grads, error = (self._safe_gradient(self._tape, loss, sources) if usable
+                            else ([None] * len(sources), ""))
+            results = [self._mark_result(m, loss if usable else None, sources, names)
+                       for m in self._marks]
+            reached = [g is not None for g in grads]
+            causes = {n: self._cause(s) for n, s, r in zip(names, sources, reached) if not r}
+            breaks, details = self._breaks(results, causes, loss_note)
+        if error:
+            loss_note = loss_note or f"tape.gradient(loss, sources) itself raises {error}."
+        notes = _notes(results, names, reached, causes, loss_note, breaks, not self._eager)
+        return Location(results, names, reached, breaks, causes, notes, details, loss_note,
+                        traced=not self._eager)
 
-    # -- internals -----------------------------------------------------------------------
+    def _breaks(self, results: list[MarkResult], causes: dict[str, Cause], loss_note: str
+                ) -> tuple[list[tuple[str, str]], dict[tuple[str, str], list[str]]]:
+        """The core: every cut between two points, in forward order, with what explains it."""
+        floats = [i for i, r in enumerate(results) if r.kind not in _NO_GRADIENT_KINDS]
+        groups: dict[tuple[str, str], list[str]] = {}
+        for source, cause in causes.items():
+            if cause == "untrainable":
+                continue  # its None is by design, not a break in the path
+            reached = [i for i in floats if source in results[i].variables
+                       and not results[i].loss_reaches] if cause == "cut" else []
+            if not reached:  # the source reaches no mark: the path breaks before the first
+                on_path = [i for i in floats if results[i].loss_reaches
+                           and results[i].variables]
+                down = on_path or [i for i in floats if results[i].loss_reaches]
+                key = (VARIABLES, results[down[0]].name if down else LOSS)
+            else:  # from the last mark it reaches, to the first later mark not fed by it
+                start = reached[-1]
+                end = next((j for j in floats if j > start and not self._feeds(start, j)
+                            and not self._feeds(j, start)), None)  # (j: marked late?)
+                key = (results[start].name, LOSS if end is None else results[end].name)
+            groups.setdefault(key, []).append(source)
+        order = {name: i for i, name in enumerate([VARIABLES, *self.marks, LOSS])}
+        breaks = sorted(groups, key=lambda pair: (order[pair[0]], order[pair[1]]))
+        return breaks, {b: _break_lines(b, groups[b], causes, results, loss_note)
+                        for b in breaks}
+
+    def _feeds(self, i: int, j: int) -> bool:
+        """d mark_j / d mark_i is not None."""
+        return self._mark_gradient(self._marks[j].value, self._marks[i])[0] is not None
+
+    def _cause(self, source: Any) -> Cause:
+        if not _is_tensor(source) and not getattr(source, "trainable", True) and not any(
+                _watchable(source) is w for w in self._tape.watched_variables()):
+            return "untrainable"
+        dtype = tf.as_dtype(source.dtype)
+        if not (dtype.is_floating or dtype.is_complex):
+            return "integer"
+        if _is_tensor(source):
+            return "cut" if source.ref() in self._watched else "unwatched"
+        if _watchable(source).ref() in self._watched or any(
+                _watchable(source) is w for w in self._tape.watched_variables()):
+            return "cut"
+        return "unread"
+
+    def _mark_result(self, m: _Mark, loss: Any, sources: list[Any], names: list[str]
+                     ) -> MarkResult:
+        if m.kind in _NO_GRADIENT_KINDS:
+            return MarkResult(m.name, m.kind, m.dtype, False, "none", (), m.note)
+        status: LossStatus | None = "none"
+        errors = []
+        if loss is not None:
+            grad, error = self._mark_gradient(loss, m)
+            if error:
+                status, errors = "error", [error]
+            elif grad is not None:
+                status = _status(grad) if self._eager else None
+        if m.kind == "variable":
+            reached = tuple(n for n, s in zip(names, sources)
+                            if _watchable(s) is _watchable(m.value))
+        else:
+            grads, error = self._safe_gradient(self._tape, m.value, sources)
+            reached = tuple(n for n, g in zip(names, grads) if g is not None)
+            errors += [error] if error else []
+        return MarkResult(m.name, m.kind, m.dtype, status not in ("none", "error"), status,
+                          reached, m.note, tuple(errors))
+
+    def _mark_gradient(self, target: Any, m: _Mark) -> tuple[Any, str]:
+        """d target / d mark, from the mark's own tape; the main tape if that sees no path
+        (a tensor marked after it was used)."""
+        grads, error = self._safe_gradient(m.tape, target, [m.value])
+        if error or grads[0] is not None:
+            return grads[0], error
+        return self._safe_gradient(self._tape, target, [m.value])[0][0], ""
+
+    @staticmethod
+    def _safe_gradient(tape: tf.GradientTape, target: Any, sources: list[Any]
+                       ) -> tuple[list[Any], str]:
+        """``tape.gradient``, but an op without a gradient becomes a message, not a crash."""
+        try:
+            return list(tape.gradient(target, [_watchable(s) for s in sources])), ""
+        except (LookupError, tf.errors.InvalidArgumentError) as error:
+            return [None] * len(sources), _error_text(error)
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _source_names(self, sources: list[Any], names: Sequence[str] | None) -> list[str]:
+        if names is not None:
+            names = list(names)
+            if len(names) != len(sources) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"names must be {len(sources)} strings, one per source.")
+            return names
+        marked = {m.value.ref(): m.name for m in self._marks if _is_tensor(m.value)}
+        return [marked.get(s.ref(), variable_name(s, i)) if _is_tensor(s)
+                else variable_name(s, i) for i, s in enumerate(sources)]
+
     def _require(self, what: str, *, recording: bool) -> None:
         if recording and self._state != "recording":
             when = "before" if self._state == "new" else "after"
-            raise ProbeError(
-                f"probe.{what}() was called {when} the `with GradientProbe() as probe:` "
-                "block. The tape records only inside it: call it there.")
+            raise ProbeError(f"probe.{what}() was called {when} the `with GradientProbe() as "
+                             "probe:` block. The tape records only inside it: call it there.")
         if not recording and self._state == "new":
             raise ProbeError(f"probe.{what}() needs a recorded forward pass: run it inside "
                              "`with GradientProbe() as probe:` first.")
@@ -459,22 +466,23 @@ class GradientProbe:
             yield
 
     def _check_same_trace(self, what: str, tensor: Any = None) -> None:
-        here_eager = tf.executing_eagerly()
-        here_graph = tf.compat.v1.get_default_graph()
-        if here_eager != self._eager or (not here_eager and here_graph is not self._graph):
-            inside = "inside a tf.function" if not here_eager else "eagerly"
+        eager = tf.executing_eagerly()
+        if eager != self._eager or (not eager and tf.compat.v1.get_default_graph()
+                                    is not self._graph):
             raise ProbeError(
-                f"{what} ran {inside}, but the probe's `with` block "
-                f"{'runs eagerly' if self._eager else 'is in another tf.function trace'}. "
-                "A probe sees only the trace it was opened in: mark the inputs and outputs "
-                "of the tf.function instead, or run it eagerly while you debug "
-                "(tf.config.run_functions_eagerly(True)), or put the whole `with` block "
-                "and locate() inside one tf.function.")
+                f"{what} ran {'eagerly' if eager else 'inside a tf.function'}, but the probe's "
+                f"`with` block {'runs eagerly' if self._eager else 'is in another trace'}. A "
+                "probe sees only the trace it was opened in: mark the inputs and outputs of "
+                "the tf.function instead, or run it eagerly while you debug "
+                "(tf.config.run_functions_eagerly(True)), or put the whole `with` block and "
+                "locate() inside one tf.function.")
         graph = getattr(tensor, "graph", None)
-        if tensor is not None and not here_eager and graph is not None and graph is not \
-                self._graph:
-            raise ProbeError(f"{what}: the loss belongs to another tf.function trace than "
-                             "the probe.")
+        if tensor is not None and not eager and graph is not None and graph is not self._graph:
+            raise ProbeError(f"{what}: the loss belongs to another tf.function trace.")
+
+    def _made_before_block(self, tensor: Any) -> bool:
+        made, begun = _creation_order(tensor) if self._eager else None, self._span[0]
+        return made is not None and begun is not None and made < begun
 
     def _loss_note(self, loss: Any) -> str:
         if loss is None:
@@ -484,124 +492,143 @@ class GradientProbe:
             raise TypeError("loss is a variable; expected the loss tensor computed from it.")
         if isinstance(loss, (np.ndarray, np.generic)):
             return (f"The loss is a NumPy {np.asarray(loss).dtype.name}, not a tensor: it was "
-                    "computed outside TensorFlow, so no gradient can reach it "
-                    "(tape.gradient raises for it).")
+                    "computed outside TensorFlow, so no gradient can reach it.")
         if isinstance(loss, numbers.Number):
             return (f"The loss is a Python {type(loss).__name__}, not a tensor: it was "
-                    "computed outside TensorFlow (float(), .item()?), so no gradient can "
-                    "reach it.")
+                    "computed outside TensorFlow (float(), .item()?).")
         if not tf.is_tensor(loss) or isinstance(loss, keras.KerasTensor):
             raise TypeError(f"loss must be a tensor, got {type(loss).__name__}.")
         if not (loss.dtype.is_floating or loss.dtype.is_complex):
-            return (f"The loss is {_a(loss.dtype.name)} tensor: integers carry no gradient. "
-                    "Compute it in float32.")
-        created = getattr(loss, "_id", None)
-        if self._eager and isinstance(created, int):
-            if self._uid_exit is not None and created > self._uid_exit:
-                return ("The loss was computed after the `with` block ended, when the tape "
-                        "had stopped recording: compute it inside the block.")
-            if self._uid_enter is not None and created < self._uid_enter:
-                return ("The loss was computed before the `with` block began, when the "
-                        "tape was not recording yet: compute it inside the block.")
+            return (f"The loss is {_a(loss.dtype.name)} tensor: integers carry no gradient.")
+        made = _creation_order(loss) if self._eager else None
+        begun, ended = self._span
+        if made is not None and ended is not None and made > ended:
+            return ("The loss was computed after the `with` block ended, when the tape had "
+                    "stopped recording: compute it inside the block.")
+        if made is not None and begun is not None and made < begun:
+            return ("The loss was computed before the `with` block began, when the tape was "
+                    "not recording yet: compute it inside the block.")
         return ""
 
-    @staticmethod
-    def _safe_gradient(tape: tf.GradientTape, target: Any, sources: list[Any]
-                       ) -> tuple[list[Any], str]:
-        """``tape.gradient``, but an op without a gradient becomes a message, not a crash."""
-        try:
-            return list(tape.gradient(target, [_watchable(s) for s in sources])), ""
-        except (LookupError, tf.errors.InvalidArgumentError) as error:
-            return [None] * len(sources), _error_text(error)
 
-    def _mark_gradient(self, target: Any, mark: _Mark) -> tuple[Any, str]:
-        """d target / d mark, and the error text if the path after the mark has no gradient.
+# -- the words -------------------------------------------------------------------------------
+_CAUSE_TEXT = {
+    "unread": "never read inside the `with` block (computed in build() or __init__, or the "
+              "model ran before the block?): the tape never saw them used. Compute from the "
+              "variables inside the block.",
+    "unwatched": "a tensor the tape never watched: call probe.watch(x) inside the block, "
+                 "before x is used (if it was a tf.Variable, `x = x + 1` replaced it with a "
+                 "tensor: use x.assign_add).",
+    "integer": "an integer dtype: integers have no gradient (ask for the float tensor they "
+               "index, e.g. the embeddings).",
+}
 
-        The mark's own tape sees only what happened after the mark, so an op without a
-        gradient upstream cannot make it fail. If it sees no path, the main tape may still
-        have one (a tensor computed from variables and marked after it was used).
-        """
-        grads, error = self._safe_gradient(mark.tape, target, [mark.value])
-        if error or grads[0] is not None:
-            return grads[0], error
-        grads, _ = self._safe_gradient(self._tape, target, [mark.value])
-        return grads[0], ""
 
-    def _in_forward_order(self) -> list[_Mark]:
-        """Marking order, except that a mark found to feed an earlier one moves before it."""
-        marks = list(self._marks)
-        feeds: dict[int, set[int]] = {id(m): set() for m in marks}
-        for target in marks:
-            if target.kind != "float":
-                continue
-            for source in marks:
-                if source is target or source.tape is None or source.value is target.value:
-                    continue
-                grad, _ = self._mark_gradient(target.value, source)
-                if grad is not None:
-                    feeds[id(target)].add(id(source))
-        ordered: list[_Mark] = []
-        remaining = marks[:]
-        while remaining:
-            placed = {id(m) for m in ordered}
-            ready = next((m for m in remaining if feeds[id(m)] <= placed), remaining[0])
-            ordered.append(ready)
-            remaining.remove(ready)
-        return ordered
-
-    def _order_note(self, ordered: list[_Mark]) -> str:
-        if [m.name for m in ordered] == self.marks:
-            return ""
-        moved = [m.name for m, original in zip(ordered, self.marks) if m.name != original]
-        return ("the marks are listed in forward order, which differs from the order they "
-                f"were made in ({_names(moved)} moved).")
-
-    def _locate_mark(self, mark: _Mark, loss: Any, variables: list[Any], names: list[str],
-                     traced: bool) -> MarkResult:
-        if mark.kind in _DISCONNECTED_KINDS:
-            return MarkResult(mark.name, mark.kind, mark.dtype, False, "none", (), mark.note)
-        errors: list[str] = []
-        status: LossStatus | None = "none"
-        if loss is not None:
-            grad, error = self._mark_gradient(loss, mark)
-            if error:
-                status = "error"
-                errors.append(error)
-            elif grad is not None:
-                status = None if traced else _status(grad)
-        if mark.kind == "variable":
-            reached = tuple(n for n, v in zip(names, variables) if _same_variable(v, mark.value))
+def _break_lines(pair: tuple[str, str], sources: list[str], causes: dict[str, Cause],
+                 results: list[MarkResult], loss_note: str) -> list[str]:
+    start, end = pair
+    lines = []
+    for cause in ("unread", "unwatched", "integer"):
+        which = [s for s in sources if causes[s] == cause]
+        if which:
+            lines.append(f"{_names(which)}: {_CAUSE_TEXT[cause]}")
+    cut = [s for s in sources if causes[s] == "cut"]
+    if start == VARIABLES and cut:
+        lines.append(f"{_names(cut)} {_verb(cut, 'reaches', 'reach')} no mark: the path "
+                     f"breaks before {_point(end)}.")
+    elif start != VARIABLES:
+        lines.append(f"{_names(cut)} {_verb(cut, 'reaches', 'reach')} {start!r}; the loss "
+                     "does not reach it.")
+        if end == LOSS:
+            lines.append(f"The loss reaches no mark that depends on {start!r}.")
         else:
-            grads, error = self._safe_gradient(self._tape, mark.value, variables)
-            reached = tuple(n for n, g in zip(names, grads) if g is not None)
-            if error:
-                errors.append(error)
-        return MarkResult(mark.name, mark.kind, mark.dtype, status not in ("none", "error"),
-                          status, reached, mark.note, tuple(errors))
+            lines.append(f"{end!r} does not depend on {start!r} through the tape"
+                         + ("; the loss reaches it." if _find(results, end).loss_reaches
+                            else "."))
+    names = [r.name for r in results]
+    first = names.index(start) if start in names else 0
+    last = names.index(end) + 1 if end in names else len(names)
+    for r in results[first:last]:
+        if r.note and r.kind != "float":
+            lines.append(f"{r.name!r} is {r.note}")
+        lines.extend(f"An op between these marks has no usable gradient: tape.gradient "
+                     f"raises {e}." for e in dict.fromkeys(r.errors))
+    if end == LOSS and loss_note:
+        lines.append(loss_note)
+    return lines
+
+
+def _notes(results: list[MarkResult], names: list[str], reached: list[bool],
+           causes: dict[str, Cause], loss_note: str, breaks: list[tuple[str, str]],
+           traced: bool) -> list[str]:
+    notes = []
+    if loss_note and not any(end == LOSS for _, end in breaks):
+        notes.append(loss_note)
+    frozen = [n for n, c in causes.items() if c == "untrainable"]
+    if frozen:
+        notes.append(f"{_names(frozen)} {_verb(frozen, 'is', 'are')} not trainable: the tape "
+                     "does not watch such variables, so their gradient is None by design "
+                     "(BatchNorm moving statistics, a dropout seed). Pass "
+                     "model.trainable_variables; to see one's gradient anyway, probe.watch(...) "
+                     "it inside the block.")
+    fine = {n for n, r in zip(names, reached) if r}
+    side = [r.name for r in results if r.kind in ("float", "variable") and not r.loss_reaches
+            and r.variables and set(r.variables) <= fine and r.loss_gradient != "error"]
+    if side:
+        notes.append(f"the loss does not read {_names(side)}, but every source reaching it "
+                     "gets a gradient: a side branch, not a break (a Keras 3 loss, for one, "
+                     "computes from the logits behind a softmax or sigmoid output).")
+    early = [r.name for r in results if r.kind == "float" and r.note]
+    if early:
+        notes.append(f"{_names(early)} was computed before the `with` block began: the "
+                     "tape never saw how it was made.")
+    for status, words in (("zero", "its gradient there is all zeros"),
+                          ("nonfinite", "its gradient there is NaN or inf")):
+        marked = [r.name for r in results if r.loss_gradient == status]
+        if marked:
+            notes.append(f"the loss reaches {_names(marked)}, but {words}.")
+    if traced:
+        notes.append("located while tracing a tf.function: None or not None is known, "
+                     "zero / NaN values are not.")
+    return notes
 
 
 # -- the pieces ------------------------------------------------------------------------------
-@dataclass
-class _Mark:
-    name: str
-    kind: Kind
-    dtype: str
-    value: Any
-    note: str = ""
-    tape: tf.GradientTape | None = None
+def _creation_order(tensor: Any = None) -> int | None:
+    """The one private TensorFlow internal the probe uses (tests/test_probe.py pins it).
+
+    Eager tensors carry a creation number, ``tensor._id``, drawn from the counter
+    ``ops.uid()``; comparing them tells whether the loss or a mark was made before or after
+    the ``with`` block. TensorFlow has no public way to ask. Without ``tensor``, returns the
+    counter's next value. None when the internal is gone (the verdict then omits the note).
+    """
+    try:
+        from tensorflow.python.framework import ops
+        number = ops.uid() if tensor is None else getattr(tensor, "_id", None)
+    except (ImportError, AttributeError):  # pragma: no cover - TF internals changed
+        return None
+    return number if isinstance(number, int) else None
+
+
+def _is_tensor(value: Any) -> bool:
+    """A tensor, not a variable (Keras 3 variables pass ``tf.is_tensor``)."""
+    return tf.is_tensor(value) and not isinstance(value, (tf.Variable, keras.Variable))
+
+
+def _is_leaf(value: Any) -> bool:
+    return not isinstance(value, (list, tuple, dict))
 
 
 def _classify(name: str, value: Any) -> _Mark:
     if isinstance(value, (tf.Variable, keras.Variable)):
-        dtype = tf.as_dtype(value.dtype).name
-        return _Mark(name, "variable", dtype, value,
+        return _Mark(name, "variable", tf.as_dtype(value.dtype).name, value,
                      "a variable: the tape sees reads of it, never how its value was "
                      "computed (assign / assign_add cut the path). Mark the tensor you "
                      "assign instead.")
     if isinstance(value, (np.ndarray, np.generic)):
         return _Mark(name, "numpy", np.asarray(value).dtype.name, value,
-                     "a NumPy array: the computation left TensorFlow here, and nothing "
-                     "before it can get a gradient.")
+                     "a NumPy array: the computation left TensorFlow here (.numpy(), np.*, "
+                     "model.predict, librosa?), and nothing before it can get a gradient.")
     if isinstance(value, (bool, numbers.Number)):
         return _Mark(name, "python", type(value).__name__, value,
                      "a Python number: the computation left TensorFlow here (float(), "
@@ -612,55 +639,40 @@ def _classify(name: str, value: Any) -> _Mark:
     if isinstance(value, (tf.RaggedTensor, tf.SparseTensor, tf.IndexedSlices)):
         raise TypeError(f"mark {name!r}: got a {type(value).__name__}; mark a dense tensor.")
     if tf.is_tensor(value):
-        dtype = value.dtype
-        if dtype.is_floating or dtype.is_complex:
-            return _Mark(name, "float", dtype.name, value)
-        return _Mark(name, "integer", dtype.name, value,
-                     f"{_a(dtype.name)} tensor: integers, booleans and strings carry no "
-                     "gradient (the tape cannot watch them).")
-    if isinstance(value, (list, tuple, dict)):
-        raise TypeError(f"mark {name!r}: got a {type(value).__name__}; mark one tensor at "
-                        "a time (e.g. mark each output of the model under its own name).")
-    raise TypeError(f"mark {name!r}: expected a tensor, a variable, a NumPy array or a "
-                    f"Python number, got {type(value).__name__}.")
+        if value.dtype.is_floating or value.dtype.is_complex:
+            return _Mark(name, "float", value.dtype.name, value)
+        return _Mark(name, "integer", value.dtype.name, value,
+                     f"{_a(value.dtype.name)} tensor: integers, booleans and strings carry "
+                     "no gradient (round, argmax, a cast to int?).")
+    raise TypeError(f"mark {name!r}: expected a tensor, a variable, a NumPy array, a Python "
+                    f"number or a list / dict of them, got {type(value).__name__}.")
 
 
 def _watchable(value: Any) -> Any:
-    if isinstance(value, keras.Variable):
-        return value.value  # the tf.Variable underneath a Keras 3 variable
-    return value
+    return value.value if isinstance(value, keras.Variable) else value  # the tf.Variable
 
 
-def _same_variable(a: Any, b: Any) -> bool:
-    return _watchable(a) is _watchable(b)
-
-
-def _check_variables(variables: Any) -> list[Any]:
-    if isinstance(variables, (tf.Variable, keras.Variable)):
-        raise TypeError("variables must be a list; wrap a single variable: [w].")
-    if isinstance(variables, dict) or not isinstance(variables, Sequence) or isinstance(
-            variables, str):
-        raise TypeError(f"variables must be a list of variables, got "
-                        f"{type(variables).__name__}.")
-    variables = list(variables)
-    if not variables:
+def _check_sources(sources: Any) -> list[Any]:
+    if isinstance(sources, (tf.Variable, keras.Variable)) or tf.is_tensor(sources):
+        raise TypeError("sources must be a list; wrap a single one: [w].")
+    if isinstance(sources, (dict, str)) or not isinstance(sources, Sequence):
+        raise TypeError(f"sources must be a list of variables or tensors, got "
+                        f"{type(sources).__name__}.")
+    sources = list(sources)
+    if not sources:
         raise ValueError(
-            "variables is empty. If it came from model.trainable_weights or "
-            "layer.trainable_weights, the model or layer was not built yet when you read "
-            "it: a Keras layer creates its weights the first time it is called. Call it "
-            "once (or give the model a keras.Input) before taking its weights.")
-    for i, v in enumerate(variables):
-        if isinstance(v, (tf.Variable, keras.Variable)):
-            continue
-        if tf.is_tensor(v):
-            raise TypeError(
-                f"variables[{i}] is a tensor ({type(v).__name__}), not a variable. The tape "
-                "watches variables by itself, tensors only when told to. A common cause is "
-                "`x = x + 1` on a tf.Variable, which replaces it with a tensor: update it "
-                "with x.assign_add(1) (or x.assign(...)) instead.")
-        raise TypeError(f"variables[{i}] is a {type(v).__name__}; expected a tf.Variable "
-                        "or keras.Variable.")
-    return variables
+            "the list of sources is empty. If it came from model.trainable_weights, the model "
+            "was not built yet when you read it: a Keras layer creates its weights the first "
+            "time it is called. Call it once (or give it a keras.Input) first.")
+    for i, s in enumerate(sources):
+        if isinstance(s, keras.KerasTensor):
+            raise TypeError(f"sources[{i}] is a symbolic KerasTensor (model.inputs?): it never "
+                            "holds a value. Watch and pass the tensor you feed the model.")
+        if not (isinstance(s, (tf.Variable, keras.Variable)) or tf.is_tensor(s)):
+            raise TypeError(f"sources[{i}] is a {type(s).__name__}; expected a tf.Variable, "
+                            "a keras.Variable or a tensor (NumPy: tf.convert_to_tensor it and "
+                            "probe.watch it inside the block).")
+    return sources
 
 
 def _status(grad: Any) -> LossStatus:
@@ -670,23 +682,17 @@ def _status(grad: Any) -> LossStatus:
     return "zero" if float(tf.reduce_max(values)) == 0.0 else "ok"
 
 
-def _uid() -> int | None:
-    try:
-        from tensorflow.python.framework import ops  # the counter behind tensor ids
-    except ImportError:  # pragma: no cover - layout of TF internals changed
-        return None
-    uid = getattr(ops, "uid", None)
-    return uid() if callable(uid) else None
+def _find(results: list[MarkResult], name: str) -> MarkResult:
+    return next(r for r in results if r.name == name)
 
 
-def _reach_text(mark: MarkResult) -> str:
-    if mark.loss_gradient == "error":
+def _reach_text(m: MarkResult) -> str:
+    if m.loss_gradient == "error":
         return "raises"
-    if not mark.loss_reaches:
+    if not m.loss_reaches:
         return "no"
-    if mark.loss_gradient in (None, "ok"):
-        return "yes"
-    return f"yes ({'NaN/inf' if mark.loss_gradient == 'nonfinite' else 'zeros'})"
+    extra = {"nonfinite": " (NaN/inf)", "zero": " (zeros)"}.get(m.loss_gradient or "", "")
+    return "yes" + extra
 
 
 def _variables_text(reached: tuple[str, ...], total: int) -> str:
@@ -694,8 +700,8 @@ def _variables_text(reached: tuple[str, ...], total: int) -> str:
         return "none"
     if len(reached) == total:
         return f"all {total}" if total > 1 else "1 of 1"
-    shown = ", ".join(reached[:3]) + (", ..." if len(reached) > 3 else "")
-    return f"{len(reached)} of {total}: {shown}"
+    return f"{len(reached)} of {total}: " + ", ".join(reached[:3]) + (
+        ", ..." if len(reached) > 3 else "")
 
 
 def _point(name: str) -> str:
@@ -710,17 +716,20 @@ def _names(names: Sequence[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
+def _verb(names: Sequence[str], one: str, many: str) -> str:
+    return one if len(names) == 1 else many
+
+
 def _a(word: str) -> str:
-    """'an int32', 'a float32', 'a bool'."""
     return f"an {word}" if word.startswith("int") else f"a {word}"
 
 
 def _error_text(error: Exception) -> str:
-    """The exception's type and first line, without TensorFlow's device and node prefixes."""
+    """The exception's type and first line, without TensorFlow's node prefixes."""
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
     text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)
     text = re.sub(r"\s*\[Op:[^\]]*\].*$", "", text)
-    return f"{type(error).__name__}: {text}".rstrip(": ")
+    return f"{type(error).__name__} ({text})" if text else type(error).__name__
 
 
-__all__ = ["LOSS", "VARIABLES", "GradientProbe", "Location", "MarkResult", "ProbeError"]
+__all__ = ["LOSS", "VARIABLES", "GradientProbe", "Location", "MarkResult", "ProbeError", "mark"]

@@ -206,15 +206,16 @@ def test_no_gradient_registered_is_reported_not_raised(model, frames):
     assert "AdjustContrastv2" in repr(where) and "LookupError" in repr(where)
 
 
-def test_variables_reach_no_mark(frames):
+def test_a_variable_that_is_not_trainable_is_no_break(frames):
     noisy, clean = frames
     gain = tf.Variable(2.0, trainable=False, name="gain")
     with GradientProbe() as probe:
         out = probe.mark("scaled", noisy * gain)
         loss = _mse(out, clean)
     where = probe.locate(loss, [gain])
-    assert where.broken_between == (VARIABLES, "scaled")
-    assert "'gain': it is not trainable" in repr(where)
+    assert where.broken_between is None and not where.intact  # agrees with the report: None
+    assert where.causes == {"gain": "untrainable"}
+    assert "'gain' is not trainable" in repr(where) and "trainable_variables" in repr(where)
     with GradientProbe() as probe:
         probe.watch(gain)
         loss = _mse(probe.mark("scaled", noisy * gain), clean)
@@ -232,7 +233,7 @@ def test_no_marks(model, frames):
     assert probe.locate(loss, model.trainable_weights).intact
 
 
-def test_marks_made_out_of_order_are_put_in_forward_order(model, frames):
+def test_marks_are_listed_in_the_order_they_were_made(model, frames):
     noisy, clean = frames
     with GradientProbe() as probe:
         hidden = model.layers[0](noisy)
@@ -240,9 +241,8 @@ def test_marks_made_out_of_order_are_put_in_forward_order(model, frames):
         probe.mark("hidden", hidden)
         loss = _mse(tf.stop_gradient(out), clean) + 0.0 * tf.reduce_sum(hidden)
     where = probe.locate(loss, model.trainable_weights)
-    assert where.names == ["hidden", "denoised"]
-    assert "forward order" in where.order_note
-    assert where.broken_between == ("denoised", LOSS)
+    assert where.names == ["denoised", "hidden"]
+    assert where.broken_between == ("denoised", LOSS)  # 'hidden' feeds 'denoised': no end
 
 
 def test_html_names_both_marks(model, frames):
@@ -333,7 +333,7 @@ def test_locate_before_the_block_raises(model):
     ("", 1.0, ValueError, "non-empty name"),
     (3, 1.0, ValueError, "non-empty name"),
     (LOSS, 1.0, ValueError, "reserved"),
-    ("pair", [1.0, 2.0], TypeError, "one tensor at a time"),
+    ("empty", [], ValueError, "holds no tensor"),
     ("thing", object(), TypeError, "expected a tensor"),
     ("input", keras.Input((3,)), TypeError, "KerasTensor"),
 ])
@@ -356,12 +356,19 @@ def test_bad_variables(model, frames):
         loss = _mse(probe.mark("denoised", model(noisy)), clean)
     with pytest.raises(ValueError, match="not built yet"):
         probe.locate(loss, [])
-    with pytest.raises(TypeError, match="assign_add"):
-        probe.locate(loss, [tf.Variable(1.0) + 1])
+    replaced = tf.Variable(1.0) + 1  # `x = x + 1` made a tensor of the variable
+    where = probe.locate(loss, [replaced], names=["x"])
+    assert where.causes == {"x": "unwatched"} and "assign_add" in repr(where)
     with pytest.raises(TypeError, match="must be a list"):
         probe.locate(loss, model.trainable_weights[0])
+    with pytest.raises(TypeError, match="KerasTensor"):
+        probe.locate(loss, [keras.Input((3,))])
+    with pytest.raises(ValueError, match="one per source"):
+        probe.locate(loss, model.trainable_weights, names=["a"])
     with pytest.raises(TypeError, match="expected a tf.Variable"):
         probe.locate(loss, ["kernel"])
+    with pytest.raises(TypeError, match="expected a tf.Variable"):
+        probe.locate(loss, [np.ones(3)])
     with pytest.raises(TypeError, match="loss is None"):
         probe.locate(None, model.trainable_weights)
     with pytest.raises(TypeError, match="loss must be a tensor"):
