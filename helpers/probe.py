@@ -1,8 +1,7 @@
 """Find the place where the gradient path breaks.
 
 ``tape.gradient`` says *that* a gradient is None; ``GradientProbe`` says *where* the
-computation left the tape's view. Use it like a ``tf.GradientTape`` and mark a few points of
-the forward pass::
+computation left the tape's view. Use it like a ``tf.GradientTape`` and mark a few points::
 
     with GradientProbe() as probe:
         frames = probe.mark("frames", model(noisy))
@@ -10,33 +9,24 @@ the forward pass::
         loss = tf.reduce_mean(tf.abs(audio - clean))
     probe.locate(loss, model.trainable_variables)
 
-``mark(name, value)`` returns ``value`` unchanged. Model code can call the module-level
-``helpers.probe.mark(name, value)`` instead: it records into the probe that is recording,
-and does nothing when none is. ``locate`` works in three steps:
+``mark`` returns its value unchanged; model code can call the module-level ``mark``, which
+records into the probe that is recording and does nothing otherwise. ``locate``:
 
-1. the gradient of the loss for every source (variable or watched tensor): only the sources
-   whose gradient is None need explaining; if none is None, the path is intact;
-2. each None source gets a cause. Not trainable, never read inside the block, a tensor never
-   watched, an integer dtype: these are causes of the source itself. Otherwise the path is
-   cut somewhere after it;
-3. a cut is found from the marks, in the order they were made: the last mark the source
-   reaches that the loss does not reach, and the first later mark that does not depend on
-   it (``d later / d mark`` is None). ``.breaks`` lists every cut in forward order;
-   ``.broken_between`` is the first.
+1. asks for the gradient of the loss for every source (variable or watched tensor); if none
+   is None, the path is intact;
+2. gives each None source a cause: not trainable, never read inside the block, a tensor
+   never watched, an integer dtype, or else a cut somewhere after it;
+3. finds each cut from the marks, in the order they were made: from the last mark the
+   source reaches and the loss does not, to the first later mark that does not depend on
+   it. ``.breaks`` lists every cut in forward order, ``.broken_between`` is the first.
 
-Marks that cannot carry a gradient (NumPy arrays, Python numbers, integer tensors,
-variables written with ``assign``) are recorded and named in the verdict.
-
-**Inside ``tf.function``** the probe works when the whole ``with`` block, the marks and
-``locate`` run in one trace: None or not None is known while tracing, zero / NaN is not.
-Marking a tensor inside a ``tf.function`` called from an eager probe raises ``ProbeError``:
-mark its inputs and outputs instead, or debug with ``tf.config.run_functions_eagerly(True)``.
+Inside ``tf.function`` it works when the ``with`` block, the marks and ``locate`` run in one
+trace (None or not None is known while tracing, zero / NaN is not).
 """
 
 from __future__ import annotations
 
 import contextlib
-import html
 import numbers
 import re
 from collections.abc import Sequence
@@ -93,8 +83,9 @@ class MarkResult:
         return prefix.get(self.kind, "") + self.dtype
 
 
+@dataclass
 class Location:
-    """The verdict of ``GradientProbe.locate``.
+    """The verdict of ``GradientProbe.locate``; prints as an explanation and a table.
 
     ``breaks``: every ``(start, end)`` pair around a cut, in forward order (``VARIABLES``
     when the sources reach no mark, ``LOSS`` when nothing after the start reaches the loss).
@@ -102,20 +93,15 @@ class Location:
     so it always agrees with the gradient report. ``causes``: the cause of each None source.
     """
 
-    def __init__(self, marks: Sequence[MarkResult], variable_names: Sequence[str],
-                 loss_reaches_variables: Sequence[bool], breaks: Sequence[tuple[str, str]],
-                 causes: dict[str, Cause], notes: Sequence[str] = (),
-                 details: dict[tuple[str, str], list[str]] | None = None,
-                 loss_note: str = "", traced: bool = False):
-        self.marks = tuple(marks)
-        self.variable_names = tuple(variable_names)
-        self.loss_reaches_variables = tuple(loss_reaches_variables)
-        self.breaks = list(breaks)
-        self.causes = dict(causes)
-        self.notes = list(notes)
-        self.details = details or {}
-        self.loss_note = loss_note
-        self.traced = traced
+    marks: tuple[MarkResult, ...]
+    variable_names: tuple[str, ...]
+    loss_reaches_variables: tuple[bool, ...]
+    breaks: list[tuple[str, str]]
+    causes: dict[str, Cause]
+    notes: list[str]
+    details: dict[tuple[str, str], list[str]]
+    loss_note: str = ""
+    traced: bool = False
 
     @property
     def broken_between(self) -> tuple[str, str] | None:
@@ -176,27 +162,7 @@ class Location:
         table.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join([self.explanation(), "", *table])
 
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def _repr_html_(self) -> str:
-        first, *rest = self.explanation().splitlines()
-        colour = "#1b7837" if self.intact else "#b2182b"
-        out = f"<p style='color:{colour};font-weight:bold'>{html.escape(first)}</p>"
-        if rest:
-            out += "<ul>" + "".join(f"<li>{html.escape(r.strip())}</li>" for r in rest) + "</ul>"
-        if self.marks:
-            broken = {name for pair in self.breaks for name in pair}
-            out += ("<table><thead><tr><th style='text-align:left'>mark</th><th>kind</th>"
-                    "<th>loss reaches it</th><th style='text-align:left'>variables reaching "
-                    "it</th></tr></thead><tbody>")
-            for name, kind, reach, variables in self.table_rows():
-                shade = " style='background:#fde0dd'" if name in broken else ""
-                out += (f"<tr{shade}><td style='text-align:left'><code>{html.escape(name)}"
-                        f"</code></td><td>{html.escape(kind)}</td><td>{html.escape(reach)}</td>"
-                        f"<td style='text-align:left'>{html.escape(variables)}</td></tr>")
-            out += "</tbody></table>"
-        return out
+    __repr__ = to_text
 
 
 @dataclass
@@ -350,8 +316,8 @@ class GradientProbe:
         if error:
             loss_note = loss_note or f"tape.gradient(loss, sources) itself raises {error}."
         notes = _notes(results, names, reached, causes, loss_note, breaks, not self._eager)
-        return Location(results, names, reached, breaks, causes, notes, details, loss_note,
-                        traced=not self._eager)
+        return Location(tuple(results), tuple(names), tuple(reached), breaks, causes, notes,
+                        details, loss_note, traced=not self._eager)
 
     def _breaks(self, results: list[MarkResult], causes: dict[str, Cause], loss_note: str
                 ) -> tuple[list[tuple[str, str]], dict[tuple[str, str], list[str]]]:

@@ -9,12 +9,11 @@ import inspect
 
 import keras
 import numpy as np
-import pytest
 import tensorflow as tf
 
 import helpers  # noqa: F401
 from helpers import probe as probe_module
-from helpers.probe import LOSS, VARIABLES, GradientProbe
+from helpers.probe import VARIABLES, GradientProbe
 
 
 def _data(shape=(4, 6), seed=0):
