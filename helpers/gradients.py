@@ -185,7 +185,7 @@ def _hint(status: Status, source: Any, every_none: bool) -> str:
     if is_tensor:
         return "a tensor: tape.watch it before use"
     if every_none:
-        return "path cut: NumPy, int/round, stop_gradient, assign, loss outside tape?"
+        return "cut: NumPy, int/round, stop_gradient, assign, constant, outside the tape?"
     return "not used on the way to the loss, or read outside the tape?"
 
 

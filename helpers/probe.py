@@ -480,7 +480,7 @@ class GradientProbe:
 # -- the words -------------------------------------------------------------------------------
 _CAUSE_TEXT = {
     "unread": "never read inside the `with` block (computed in build() or __init__, or the "
-              "model ran before the block?): the tape never saw them used. Compute from the "
+              "model ran before the block?): the tape never saw a read. Compute from the "
               "variables inside the block.",
     "unwatched": "a tensor the tape never watched: call probe.watch(x) inside the block, "
                  "before x is used (if it was a tf.Variable, `x = x + 1` replaced it with a "
@@ -497,13 +497,13 @@ def _break_lines(pair: tuple[str, str], sources: list[str], causes: dict[str, Ca
     for cause in ("unread", "unwatched", "integer"):
         which = [s for s in sources if causes[s] == cause]
         if which:
-            lines.append(f"{_names(which)}: {_CAUSE_TEXT[cause]}")
+            lines.append(f"{_some(which)}: {_CAUSE_TEXT[cause]}")
     cut = [s for s in sources if causes[s] == "cut"]
     if start == VARIABLES and cut:
-        lines.append(f"{_names(cut)} {_verb(cut, 'reaches', 'reach')} no mark: the path "
+        lines.append(f"{_some(cut)} {_verb(cut, 'reaches', 'reach')} no mark: the path "
                      f"breaks before {_point(end)}.")
     elif start != VARIABLES:
-        lines.append(f"{_names(cut)} {_verb(cut, 'reaches', 'reach')} {start!r}; the loss "
+        lines.append(f"{_some(cut)} {_verb(cut, 'reaches', 'reach')} {start!r}; the loss "
                      "does not reach it.")
         if end == LOSS:
             lines.append(f"The loss reaches no mark that depends on {start!r}.")
@@ -545,7 +545,7 @@ def _notes(results: list[MarkResult], names: list[str], reached: list[bool],
                      "gets a gradient: a side branch, not a break (a Keras 3 loss, for one, "
                      "computes from the logits behind a softmax or sigmoid output).")
     early = [r.name for r in results if r.kind == "float" and r.note]
-    if early:
+    if early and not all(reached):  # evidence only when something is None (inputs are early)
         notes.append(f"{_names(early)} was computed before the `with` block began: the "
                      "tape never saw how it was made.")
     for status, words in (("zero", "its gradient there is all zeros"),
@@ -680,6 +680,11 @@ def _place(name: str) -> str:
 
 def _names(names: Sequence[str]) -> str:
     return ", ".join(repr(n) for n in names)
+
+
+def _some(names: Sequence[str]) -> str:
+    """Up to three names, or how many and the first two."""
+    return _names(names) if len(names) <= 3 else f"{len(names)} sources ({_names(names[:2])}, ...)"
 
 
 def _verb(names: Sequence[str], one: str, many: str) -> str:

@@ -221,13 +221,13 @@ def softmax_output_with_keras_loss():
 
 # case: (first break or None, intact, causes that must appear, report statuses, hint word)
 EXPECTED = {
-    predict_inside_the_tape: ((VARIABLES, "error"), False, set(), "all none", "path cut"),
+    predict_inside_the_tape: ((VARIABLES, "error"), False, set(), "all none", "cut:"),
     model_called_before_the_tape: ((VARIABLES, "probs"), False, {"unread"}, "all none",
-                                   "path cut"),
+                                   "cut:"),
     losses_collected_as_python_floats: (("y_pred", "spread"), False, set(), "all none",
-                                        "path cut"),
-    numpy_in_the_loss: (("y_pred", LOSS), False, set(), "all none", "path cut"),
-    argmax_in_the_loss: (("logits", "guess"), False, set(), "all none", "path cut"),
+                                        "cut:"),
+    numpy_in_the_loss: (("y_pred", LOSS), False, set(), "all none", "cut:"),
+    argmax_in_the_loss: (("logits", "guess"), False, set(), "all none", "cut:"),
     input_gradient_never_watched: ((VARIABLES, "probs"), False, {"unwatched"}, "all none",
                                    "tape.watch"),
     watch_model_inputs: (TypeError, None, set(), None, None),
@@ -235,12 +235,12 @@ EXPECTED = {
                              "integer"),
     batch_norm_in_model_variables: (None, False, {"untrainable"}, "some none",
                                     "not trainable"),
-    weights_derived_in_build: ((VARIABLES, "q"), False, {"unread"}, "all none", "path cut"),
+    weights_derived_in_build: ((VARIABLES, "q"), False, {"unread"}, "all none", "cut:"),
     layer_output_dropped: ((VARIABLES, "out"), False, {"cut"}, "some none", "not used"),
     variable_rebound_to_a_tensor: ((VARIABLES, "out"), False, {"unwatched"}, "all none",
                                    "tape.watch"),
     lambda_layer_thresholds: (("hidden", "gated"), False, set(), "some none", "not used"),
-    assign_inside_call: (("hidden", "out"), False, set(), "all none", "path cut"),
+    assign_inside_call: (("hidden", "out"), False, set(), "all none", "cut:"),
     softmax_output_with_keras_loss: (None, True, set(), "all ok", None),
 }
 
