@@ -191,6 +191,7 @@ class GradientProbe:
         self._graph: Any = None
         self._eager = True
         self._span: list[int | None] = [None, None]  # creation counter at enter and exit
+        self._last: tuple[Any, list[Any], list[Any]] = (None, [], [])  # locate's gradients
 
     @_not_converted
     def __enter__(self) -> GradientProbe:
@@ -252,8 +253,11 @@ class GradientProbe:
                names: Sequence[str] | None = None) -> GradientReport:
         """The gradient report (``helpers.gradients``) of ``loss`` for ``sources``."""
         sources = _check_sources(sources)
-        return gradient_report(self.gradient(loss, sources), sources,
-                               self._source_names(sources, names))
+        last_loss, last_sources, grads = self._last
+        if loss is not last_loss or len(sources) != len(last_sources) or any(
+                a is not b for a, b in zip(sources, last_sources)):
+            grads = self.gradient(loss, sources)  # else: locate() just computed them
+        return gradient_report(grads, sources, self._source_names(sources, names))
 
     @_not_converted
     def mark(self, name: str, value: Any) -> Any:
@@ -311,6 +315,8 @@ class GradientProbe:
             results = [self._mark_result(m, loss if usable else None, sources, names)
                        for m in self._marks]
             reached = [g is not None for g in grads]
+            if usable and not error:
+                self._last = (loss, sources, grads)
             causes = {n: self._cause(s) for n, s, r in zip(names, sources, reached) if not r}
             breaks, details = self._breaks(results, causes, loss_note)
         if error:
