@@ -130,8 +130,9 @@ class Location:
         if self.intact:
             head = ["Gradient path intact: every source gets a gradient."]
         elif not self.breaks:
-            head = [f"No break in the gradient path, but {len(self.unreached_variables())} "
-                    "sources get None (see the note)."]
+            none = len(self.unreached_variables())
+            head = [f"No break in the gradient path, but {none} source"
+                    f"{' gets' if none == 1 else 's get'} None (see the note)."]
         elif len(self.breaks) == 1:
             head = [f"Gradient path broken between {_point(self.breaks[0][0])} and "
                     f"{_point(self.breaks[0][1])}."]
@@ -142,7 +143,8 @@ class Location:
             if len(self.breaks) > 1:
                 lines.append(f"{number}. between {_point(start)} and {_point(end)}.")
             lines.extend(f"  {line}" for line in self.details.get((start, end), []))
-            lines.append(f"  Look at the code between {_place(start)} and {_place(end)}.")
+            where = "where the variables are used" if start == VARIABLES else _point(start)
+            lines.append(f"  Look at the code between {where} and {_point(end)}.")
         lines.extend(f"Note: {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -271,7 +273,8 @@ class GradientProbe:
             raise ValueError(f"a mark needs a non-empty name (a str), got {name!r}.")
         if name in (VARIABLES, LOSS):
             raise ValueError(f"{name!r} is reserved for the ends of the path; pick another.")
-        leaves = ([((), value)] if _is_leaf(value) else keras.tree.flatten_with_path(value))
+        nested = isinstance(value, (list, tuple, dict))
+        leaves = keras.tree.flatten_with_path(value) if nested else [((), value)]
         if not leaves:
             raise ValueError(f"mark {name!r}: the structure holds no tensor.")
         for path, leaf in leaves:
@@ -511,20 +514,20 @@ def _break_lines(pair: tuple[str, str], sources: list[str], causes: dict[str, Ca
     elif start != VARIABLES:
         lines.append(f"{_some(cut)} {_verb(cut, 'reaches', 'reach')} {start!r}; the loss "
                      "does not reach it.")
-        if end == LOSS:
+        end_result = next((r for r in results if r.name == end), None)
+        if end_result is None:
             lines.append(f"The loss reaches no mark that depends on {start!r}.")
         else:
             lines.append(f"{end!r} does not depend on {start!r} through the tape"
-                         + ("; the loss reaches it." if _find(results, end).loss_reaches
-                            else "."))
+                         + ("; the loss reaches it." if end_result.loss_reaches else "."))
     names = [r.name for r in results]
     first = names.index(start) if start in names else 0
     last = names.index(end) + 1 if end in names else len(names)
-    for r in results[first:last]:
-        if r.note and r.kind != "float":
-            lines.append(f"{r.name!r} is {r.note}")
-        lines.extend(f"An op between these marks has no usable gradient: tape.gradient "
-                     f"raises {e}." for e in dict.fromkeys(r.errors))
+    errors = dict.fromkeys(e for r in results[first:last] for e in r.errors)
+    lines += [f"{r.name!r} is {r.note}" for r in results[first:last]
+              if r.note and r.kind != "float"]
+    lines += [f"An op between these marks has no usable gradient: tape.gradient raises {e}."
+              for e in errors]
     if end == LOSS and loss_note:
         lines.append(loss_note)
     return lines
@@ -567,7 +570,7 @@ def _notes(results: list[MarkResult], names: list[str], reached: list[bool],
 
 # -- the pieces ------------------------------------------------------------------------------
 def _creation_order(tensor: Any = None) -> int | None:
-    """The one private TensorFlow internal the probe uses (tests/test_probe.py pins it).
+    """The one private TensorFlow internal the probe uses (tests/test_probe_defects.py pins it).
 
     Eager tensors carry a creation number, ``tensor._id``, drawn from the counter
     ``ops.uid()``; comparing them tells whether the loss or a mark was made before or after
@@ -585,10 +588,6 @@ def _creation_order(tensor: Any = None) -> int | None:
 def _is_tensor(value: Any) -> bool:
     """A tensor, not a variable (Keras 3 variables pass ``tf.is_tensor``)."""
     return tf.is_tensor(value) and not isinstance(value, (tf.Variable, keras.Variable))
-
-
-def _is_leaf(value: Any) -> bool:
-    return not isinstance(value, (list, tuple, dict))
 
 
 def _classify(name: str, value: Any) -> _Mark:
@@ -654,10 +653,6 @@ def _status(grad: Any) -> LossStatus:
     return "zero" if float(tf.reduce_max(values)) == 0.0 else "ok"
 
 
-def _find(results: list[MarkResult], name: str) -> MarkResult:
-    return next(r for r in results if r.name == name)
-
-
 def _reach_text(m: MarkResult) -> str:
     if m.loss_gradient == "error":
         return "raises"
@@ -678,10 +673,6 @@ def _variables_text(reached: tuple[str, ...], total: int) -> str:
 
 def _point(name: str) -> str:
     return {VARIABLES: "the variables", LOSS: "the loss"}.get(name, repr(name))
-
-
-def _place(name: str) -> str:
-    return {VARIABLES: "where the variables are used", LOSS: "the loss"}.get(name, repr(name))
 
 
 def _names(names: Sequence[str]) -> str:
