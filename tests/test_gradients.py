@@ -174,3 +174,43 @@ def test_max_abs_diff_of_complex_tensors_sees_the_imaginary_part():
     assert max_abs_diff(a, a) == 0
     assert max_abs_diff(a, tf.math.conj(a)) == 4.0
     assert max_abs_diff(tf.constant([3 + 4j], tf.complex64), np.zeros(1)) == 5.0
+
+
+# -- names for tensor sources, and a hint for every row that is not ok ------------------------
+def test_names_for_tensor_sources_and_bad_names():
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(x * x)
+    report = gradient_report([tape.gradient(loss, x)], [x], names=["input"])
+    assert report.names == ["input"] and report.all("ok")
+    assert gradient_report([None], [x]).names == ["source_0"]  # an eager tensor has no name
+    for names in (["a", "b"], [""], [3]):
+        with pytest.raises(ValueError, match="one per source"):
+            gradient_report([None], [x], names=names)
+
+
+def test_no_hint_column_when_every_row_is_ok(variables):
+    a = variables[0]
+    report = gradient_report(_grads(lambda: tf.reduce_sum(a), [a]), [a])
+    assert report.hints == [""] and "hint" not in report.to_text()
+    assert "hint" not in report._repr_html_()
+
+
+def test_a_hint_names_the_cause_family_of_each_row_that_is_not_ok(variables):
+    a, b, c, unused = variables
+    frozen = tf.Variable(1.0, trainable=False, name="frozen")
+    steps = tf.Variable(2, name="steps")
+    x = tf.constant(1.0)
+    grads = [tf.zeros(2), tf.fill((3, 2), np.nan), None, None, None, None, None]
+    sources = [a, b, c, unused, frozen, steps, x]
+    report = gradient_report(grads, sources)
+    hints = dict(zip(report.names, report.hints))
+    assert "tf.sign" in hints["a"] and "NaN/inf" in hints["b"]
+    assert "not used on the way" in hints["c"] and "not used on the way" in hints["unused"]
+    assert "trainable_variables" in hints["frozen"] and "integer" in hints["steps"]
+    assert "tape.watch" in hints["source_6"]
+    assert "hint" in report.to_text() and "<th style='text-align:left'>hint</th>" in (
+        report._repr_html_())
+    every_none = gradient_report([None, None], [a, c])
+    assert all(h.startswith("cut: NumPy") for h in every_none.hints)
