@@ -1,24 +1,27 @@
 """How long a notebook takes a learner, from the notebook itself (no execution).
 
-    minutes = prose words / 150 per minute        (technical reading)
-            + code lines x 20 s                   (reading code: cells and revealed solutions)
-            + RUN_MINUTES                         (running it)
-            + EXERCISE_MINUTES per exercise       (trying the exercise, checking it, reading
-                                                  the hints)
+    minutes = prose words / WORDS_PER_MINUTE          (150: technical reading)
+            + code lines x SECONDS_PER_CODE_LINE      (20 s: reading a line of code)
+            + RUN_MINUTES                             (running it)
+            + EXERCISE_MINUTES per checked exercise   (10: the task, the starting code,
+                                                      writing, the checker, its hint and
+                                                      the solution)
 
 * Prose is every Markdown cell without its fenced code blocks, HTML tags and table rules;
   a word is a run of letters or digits (``tf.GradientTape`` is two words).
-* Code lines are the non-blank lines of every code cell and of every fenced code block in
-  Markdown (the revealed solutions). Outputs are not counted: reading a gradient report is
-  part of reading the prose around it.
+* Code lines are the non-blank lines of the code cells and of the fenced code blocks in
+  Markdown, except the exercises' own (the starting code, the checker cell and what sits in
+  ``<details>``: the hints and the solution), which the exercise time covers. Outputs are not
+  counted: reading a gradient report is part of reading the prose around it.
 * The run time is a constant, not a measurement: every notebook runs in well under a minute
-  on two cores (README), so one minute is an upper bound, it is at most 7 % of the shortest
-  notebook's time, and a constant keeps this check deterministic and free of execution. A
+  on two cores (README), so one minute is an upper bound, a few per cent of any notebook's
+  time, and a constant keeps this check deterministic, instant and free of execution. A
   stored per-machine measurement would drift with the machine and say no more.
 
-``python scripts/notebook_minutes.py`` prints the measure for every notebook next to the
+``python scripts/notebook_minutes.py`` prints the measure of every notebook next to the
 README's course map; ``tests/test_minutes.py`` fails when a map entry is more than 30 % off.
-Rerun it after changing a notebook and put the rounded minutes in the README's map.
+After changing a notebook, rerun it and put the rounded total in the README's map (and in the
+notebook's own "Time" line).
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from pathlib import Path
 WORDS_PER_MINUTE = 150
 SECONDS_PER_CODE_LINE = 20
 RUN_MINUTES = 1.0
-EXERCISE_MINUTES = 8.0
+EXERCISE_MINUTES = 10.0
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"```.*?```", re.S)
+DETAILS = re.compile(r"<details>.*?</details>", re.S)
 TAG = re.compile(r"<[^>]+>")
 WORD = re.compile(r"[A-Za-z0-9]+")
 MAP_ROW = re.compile(r"^\|\s*\[`(\d\d_\w+)`\]\([^)]*\)\s*\|.*\|\s*(\d+)\s*\|\s*$", re.M)
@@ -79,17 +83,24 @@ def notebook_minutes(path: str | Path) -> Minutes:
         raise ValueError(f"expected the path of an existing .ipynb notebook, got {path}")
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     words = code_lines = exercises = 0
+    checker_cell_next = False
     for cell in cells:
         text = _source(cell)
         if cell["cell_type"] == "markdown":
+            outside_details = DETAILS.sub(" ", text)
             code_lines += sum(_code_lines(block.strip("`").partition("\n")[2])
-                              for block in FENCE.findall(text))
+                              for block in FENCE.findall(outside_details))
             prose = TAG.sub(" ", FENCE.sub(" ", text))
             prose = re.sub(r"^\|[-|: ]+\|$", " ", prose, flags=re.M)  # table rules
             words += len(WORD.findall(prose))
         elif cell["cell_type"] == "code":
-            code_lines += _code_lines(text)
-            exercises += bool(cell.get("metadata", {}).get("exercise"))
+            if cell.get("metadata", {}).get("exercise"):
+                exercises += 1
+                checker_cell_next = True
+            elif checker_cell_next:
+                checker_cell_next = False
+            else:
+                code_lines += _code_lines(text)
     return Minutes(path.stem, words, code_lines, exercises)
 
 
