@@ -1,5 +1,6 @@
 """Every exercise in every notebook: its checker rejects the starting code and accepts the
-solution the learner can reveal (see helpers/exercises/__init__.py for the pattern)."""
+solution the learner can reveal (see helpers/exercises/__init__.py for the pattern), accepts
+an alternative correct solution, rejects near misses, and its first hint carries no code."""
 
 from __future__ import annotations
 
