@@ -7,6 +7,9 @@
 #   ./course.sh portability  install (first time), then every notebook under strict nbval twice:
 #                            as on an older x86-64 CPU (no AVX-512), and on one thread
 #   ./course.sh regenerate   install (first time) and re-execute the notebooks' stored outputs
+#   ./course.sh student [DIR]  install (first time) and write the student edition into DIR
+#                            (default student/): code outputs cleared except cells tagged
+#                            keep-output, solutions removed; run it with the course kernel
 #
 # CI (.ci/run) runs `test`, then `portability`. Extra arguments to `test` and `portability` go to
 # pytest. The environment lives in .venv (override with VENV=path). It is (re)installed from
@@ -110,6 +113,10 @@ case "$command" in
   regenerate)
     setup
     exec "$VENV/bin/python" scripts/regenerate_outputs.py "$@"
+    ;;
+  student)
+    setup
+    exec "$VENV/bin/python" scripts/make_student_edition.py "$@"
     ;;
   *)
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
