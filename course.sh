@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Gradient Clinic: set up the environment, then open the course, test it, or regenerate it.
+# Gradient Clinic: set up the environment, then open the course, test it, regenerate it, or write
+# its student edition.
 #
 #   ./course.sh lab          install (first time) and open JupyterLab at 00_start_here
 #   ./course.sh test         install (first time) and run the README's test command: ruff, the unit
@@ -8,8 +9,8 @@
 #                            as on an older x86-64 CPU (no AVX-512), and on one thread
 #   ./course.sh regenerate   install (first time) and re-execute the notebooks' stored outputs
 #   ./course.sh student [DIR]  install (first time) and write the student edition into DIR
-#                            (default student/): code outputs cleared except cells tagged
-#                            keep-output, solutions removed; run it with the course kernel
+#                            (default student/, relative to this folder): code outputs cleared
+#                            except cells tagged keep-output, solutions removed (INSTRUCTORS.md)
 #
 # CI (.ci/run) runs `test`, then `portability`. Extra arguments to `test` and `portability` go to
 # pytest. The environment lives in .venv (override with VENV=path). It is (re)installed from

@@ -24,12 +24,13 @@ nothing nbval does not already prove, because of three facts this file checks:
    the working directory. One notebook's opening cells (00's, up to loading a clip from
    ``data/``) really run here with nbclient from a student folder outside the repository,
    and print what they print in the course; and no code cell names a path relative to the
-   working directory (``../``, ``data/``, ``notebooks/``).
+   working directory (``../``, ``data/``, ``notebooks/``). The kernel's environment does not
+   matter either: importing ``helpers`` sets TensorFlow's settings itself, as under nbval.
 
 So a student notebook runs, top to bottom, exactly as far as its course notebook does under
 nbval in the same test command. If the student edition ever changes code (say, to blank the
-starters), this reasoning no longer holds, test 1 fails, and the student notebooks must then
-be executed here in full.
+starters), this reasoning no longer holds, ``test_code_cells_are_the_courses_...`` fails,
+and the student notebooks must then be executed here in full.
 
 ``keep-output`` is tested on a small notebook built here, so the course needs no tagged cell.
 """
