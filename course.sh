@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Gradient Clinic: set up the environment, then open the course, test it, or regenerate it.
+# Gradient Clinic: set up the environment, then open the course, test it, regenerate it, or write
+# its student edition.
 #
 #   ./course.sh lab          install (first time) and open JupyterLab at 00_start_here
 #   ./course.sh test         install (first time) and run the README's test command: ruff, the unit
@@ -7,6 +8,9 @@
 #   ./course.sh portability  install (first time), then every notebook under strict nbval twice:
 #                            as on an older x86-64 CPU (no AVX-512), and on one thread
 #   ./course.sh regenerate   install (first time) and re-execute the notebooks' stored outputs
+#   ./course.sh student [DIR]  install (first time) and write the student edition into DIR
+#                            (default student/, relative to this folder): code outputs cleared
+#                            except cells tagged keep-output, solutions removed (INSTRUCTORS.md)
 #
 # CI (.ci/run) runs `test`, then `portability`. Extra arguments to `test` and `portability` go to
 # pytest. The environment lives in .venv (override with VENV=path). It is (re)installed from
@@ -110,6 +114,10 @@ case "$command" in
   regenerate)
     setup
     exec "$VENV/bin/python" scripts/regenerate_outputs.py "$@"
+    ;;
+  student)
+    setup
+    exec "$VENV/bin/python" scripts/make_student_edition.py "$@"
     ;;
   *)
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"

@@ -248,7 +248,7 @@ def magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
 
 def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
                            back_prop: bool | None = None, else_scale: float | None = None,
-                           pad_lookahead: bool = True,
+                           logical_conditions: bool = False, pad_lookahead: bool = True,
                            sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
     """The seed's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
     ``tf.cond`` whether the frame gets a harmonic and a formant error, and writes each frame's
@@ -257,6 +257,9 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
     * ``back_prop=True`` passes the seed's "fix 3" to ``tf.while_loop`` (it is the default).
     * ``else_scale=1e-10`` is the seed's "fix 1": the false branches return
       ``reduce_mean(model_frame) * else_scale`` instead of ``tf.zeros``.
+    * ``logical_conditions=True`` is the seed's "fix 2": the three conditions are the
+      ``tf.logical_*`` tensors themselves instead of ``tf.cond(..., lambda: True,
+      lambda: False)``. The error branches are unchanged.
 
     Differences from the seed, on purpose: the look-ahead reads ``speechs[i + 1]`` and
     ``speechs[i + 2]``, and ``tf.logical_and`` evaluates both sides, so the seed's
@@ -270,13 +273,15 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
     check_loss_inputs(reference, estimate, labels, sample_rate)
     ref_mag, est_mag = magnitudes(reference, estimate)
     return cond_loop_loss_on_magnitudes(ref_mag, est_mag, labels, back_prop=back_prop,
-                                        else_scale=else_scale, pad_lookahead=pad_lookahead,
-                                        sample_rate=sample_rate)
+                                        else_scale=else_scale,
+                                        logical_conditions=logical_conditions,
+                                        pad_lookahead=pad_lookahead, sample_rate=sample_rate)
 
 
 def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
                                  *, back_prop: bool | None = None,
-                                 else_scale: float | None = None, pad_lookahead: bool = True,
+                                 else_scale: float | None = None,
+                                 logical_conditions: bool = False, pad_lookahead: bool = True,
                                  sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
     """``cond_loop_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks)."""
     num_frames = labels.num_frames
@@ -303,22 +308,24 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
     def one(frame_values):  # a batch of one frame, for the all-frames error functions
         return tf.expand_dims(frame_values, 0)
 
+    def decide(condition):  # the seed: tf.cond(condition, lambda: True, lambda: False)
+        if logical_conditions:  # the answer's "fix 2": the tf.logical_* tensor itself
+            return condition
+        return tf.cond(condition, lambda: True, lambda: False)
+
     def body(i, harmonic_errors_ta, formant_errors_ta):
-        is_voiced_h = tf.cond(
+        is_voiced_h = decide(
             tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
                            tf.logical_and(tf.equal(at(speechs, i), voiced),
-                                          tf.equal(at(speechs, i + 1), voiced))),
-            lambda: True, lambda: False)
-        is_voiced_f = tf.cond(
+                                          tf.equal(at(speechs, i + 1), voiced))))
+        is_voiced_f = decide(
             tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
                            tf.logical_or(tf.equal(at(speechs, i + 1), voiced),
-                                         tf.equal(at(speechs, i + 2), voiced))),
-            lambda: True, lambda: False)
-        is_unvoiced_f = tf.cond(
+                                         tf.equal(at(speechs, i + 2), voiced))))
+        is_unvoiced_f = decide(
             tf.logical_and(tf.logical_and(i < num_frames - 2, tf.equal(at(speechs, i), unvoiced)),
                            tf.logical_or(tf.equal(at(speechs, i + 1), unvoiced),
-                                         tf.equal(at(speechs, i + 2), unvoiced))),
-            lambda: True, lambda: False)
+                                         tf.equal(at(speechs, i + 2), unvoiced))))
         ref_frame, model_frame = at(ref_mag, i), at(est_mag, i)
         harmonic_error = tf.cond(
             is_voiced_h,

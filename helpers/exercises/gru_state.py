@@ -75,10 +75,9 @@ def check_sequence_loss(function) -> CheckResult:
         return True, "same loss and same gradients as a full unroll: the tape sees every step."
 
     return run_check("Exercise 1.1 (undo the recommended fix)", function, check,
-                     hint="Drop the tf.Variable. Start from a tensor, state = tf.zeros(...), and "
-                          "pass each new state on by rebinding it: output, state = "
-                          "step_model([magnitudes[:, t], state]). assign() is a stateful write the "
-                          "tape cannot follow from one frame to the next.")
+                     hint="The tape follows operations, not variables: a state written into a "
+                          "variable and read back at the next frame has no recorded path to the "
+                          "frame before. Pass the state on the way suspect 1 of this notebook did.")
 
 
 def check_stream_denoise(function) -> CheckResult:
@@ -106,5 +105,4 @@ def check_stream_denoise(function) -> CheckResult:
 
     return run_check("Exercise 2.1 (stream with a carried state)", function, check,
                      hint="Each chunk must start from the state the previous chunk ended with. "
-                          "Keep a state variable outside the loop, pass it as the initial_state "
-                          "of unroll, and keep the final state unroll returns.")
+                          "Look at everything unroll gives back, and at everything it can take in.")

@@ -26,10 +26,11 @@ def check_broken_variables(function) -> CheckResult:
         for report, expected in zip(_CASES, _EXPECTED):
             got = list(fn(report))
             if got != expected:
-                return False, f"for a report with statuses {report.statuses} you returned " \
-                              f"{got}; expected {expected}."
+                rows = ", ".join(f"{row.name} {row.status}" for row in report)
+                return False, f"for a report with the rows {rows} you returned {got}; " \
+                              f"expected {expected}."
         return True, "None, zero and non-finite gradients are all caught; a tiny norm is not."
 
     return run_check("Exercise 0.1 (which variables are broken?)", function, check,
-                     hint="Three statuses mean 'broken': 'none', 'zero' and 'nonfinite'. A "
-                          "norm of 1e-9 is small but healthy ('ok').")
+                     hint="A gradient can be broken in more than one way, and a small one is "
+                          "not a broken one. Look again at the statuses a report row can have.")

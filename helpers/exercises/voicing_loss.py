@@ -63,10 +63,10 @@ def check_train_step_or_skip(function) -> CheckResult:
                       "weights or Adam's state.")
 
     return run_check("Exercise 3.1 (skip a step that has no gradient)", function, check,
-                     hint="After tape.gradient, test whether every entry is None "
-                          "(all(g is None for g in grads)) and return False before "
-                          "apply_gradients. Replacing None by zeros is not the same: Adam's "
-                          "momentum would still move the weights.")
+                     hint="Look at what the list of gradients holds on a silent file, and decide "
+                          "before the optimizer sees it: once called, the optimizer has counted a "
+                          "step. Turning None into zeros is not skipping: Adam's momentum would "
+                          "still move the weights.")
 
 
 def _reference_distance(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> float:
@@ -85,11 +85,15 @@ def _distance_cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     silent_ref[~mask] = 0.0  # silent frames: the reference magnitude is exactly zero there
     silent_est = est.copy()
     silent_est[4] = 0.0  # and the estimate is exactly zero on one masked-out frame
+    quiet_ref, quiet_est = silent_ref.copy(), silent_est.copy()
+    quiet_ref[2] *= 1e-36  # a selected frame far below any epsilon, yet not silent: a plain
+    quiet_est[2] *= 1e-36  # log gives it its true distance (float32 is normal down to 1e-38)
     return [
         ("every frame selected, no zeros", ref, est, np.ones(6, dtype=bool)),
         ("silent frames (zero magnitudes) outside the mask", silent_ref, silent_est, mask),
         ("no frame selected (a file without speech)", silent_ref, silent_est,
          np.zeros(6, dtype=bool)),
+        ("a quiet selected frame (magnitudes near 1e-36, not zero)", quiet_ref, quiet_est, mask),
     ]
 
 
@@ -122,8 +126,8 @@ def check_masked_log_distance(function) -> CheckResult:
                       "file without selected frames.")
 
     return run_check("Exercise 4.1 (a masked log distance without NaN)", function, check,
-                     hint="Two traps. (1) tf.where(mask, f(x), 0) still differentiates f where "
-                          "the mask is False, and log(0) there gives 0 * inf = NaN: make the "
-                          "inputs safe first (tf.where(mask[:, None], x, 1.0)), then take the "
-                          "log. (2) Dividing by the number of selected frames is 0 / 0 when "
-                          "there are none: divide by tf.maximum(count, 1.0).")
+                     hint="Two traps, both outside the mask. tf.where picks values, but the "
+                          "gradient still flows back through both of its inputs, and the slope of "
+                          "a log at zero is infinite. And a file without speech selects no frame "
+                          "at all: what is an average over nothing? An epsilon inside the log is "
+                          "not the way out: it changes the value of quiet frames.")

@@ -1,0 +1,123 @@
+"""Write the student edition of the course: every notebook, ready for a class to run.
+
+    python scripts/make_student_edition.py [DIR]     # default: student/ (git-ignored)
+    ./course.sh student [DIR]                        # the same, in the course environment
+
+What changes, per notebook (read and written with nbformat, cell by cell):
+
+* every code cell's stored outputs and execution count are cleared, except the outputs of a
+  cell tagged ``keep-output`` (a plot a student should compare theirs against);
+* every solution is removed: a ``<details>`` block in a Markdown cell that holds a fenced
+  ``python`` block (the exercise pattern of ``helpers/exercises/__init__.py``); a Markdown cell
+  left empty by that goes too;
+* the stored widget state (notebook metadata ``widgets``) goes, as it is output too.
+
+Nothing else changes: code cells keep their source and metadata (tags, the exercise
+metadata the checkers use), in the same order; Markdown keeps every other word, hints
+included (a ``<details>`` block without Python code stays). The checkers and their hints live
+in ``helpers.exercises``, so they work unchanged.
+
+Nothing is copied. The notebooks import ``helpers`` from the course environment (installed in
+editable mode), and ``helpers.dataset`` finds ``data/`` next to the ``helpers`` package, not
+from the working directory; so the student notebooks run from any folder with the course
+kernel.
+
+Running it again rewrites a notebook only if the course changed (it prints ``wrote`` or
+``unchanged`` for each): the student folder is something to hand out, not to work in.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+KEEP_OUTPUT_TAG = "keep-output"
+DETAILS = re.compile(r"<details\b.*?</details>[ \t]*\n?", re.S)
+
+
+def _is_solution(details_block: str) -> bool:
+    return "```python" in details_block
+
+
+def without_solutions(markdown: str) -> str:
+    """``markdown`` with every ``<details>`` block holding Python code cut out."""
+    return DETAILS.sub(lambda m: "" if _is_solution(m.group(0)) else m.group(0), markdown)
+
+
+def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student edition of one notebook (a new object; ``notebook`` is not changed)."""
+    if notebook.get("nbformat") != 4:
+        raise ValueError("expected an nbformat 4 notebook, got nbformat "
+                         f"{notebook.get('nbformat')}")
+    student = copy.deepcopy(notebook)
+    student.metadata.pop("widgets", None)
+    cells = []
+    for cell in student.cells:
+        if cell.cell_type == "code":
+            cell.execution_count = None
+            if KEEP_OUTPUT_TAG in cell.metadata.get("tags", []):
+                for output in cell.outputs:
+                    if "execution_count" in output:
+                        output.execution_count = None
+            else:
+                cell.outputs = []
+        elif cell.cell_type == "markdown" and _is_solution(cell.source):
+            cell.source = without_solutions(cell.source)
+            if not cell.source.strip():
+                continue
+        cells.append(cell)
+    student.cells = cells
+    return student
+
+
+def course_notebooks(root: Path = ROOT) -> list[Path]:
+    """The course's notebooks, in order."""
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def write_student_edition(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
+    """Write the student edition of every course notebook into ``target``.
+
+    Returns ``(path, written)`` per notebook: ``written`` is False when the file there was
+    already exactly this (so running it twice changes nothing)."""
+    target = Path(target)
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(f"expected a folder for the student edition, got the file "
+                                 f"{target}")
+    notebooks = course_notebooks(root)
+    if not notebooks:
+        raise FileNotFoundError(f"no notebooks/NN_*.ipynb under {root}")
+    target.mkdir(parents=True, exist_ok=True)
+    results = []
+    for path in notebooks:
+        student = student_notebook(nbformat.read(path, as_version=4))
+        nbformat.validate(student)
+        text = nbformat.writes(student)
+        text += "" if text.endswith("\n") else "\n"  # as nbformat.write ends a file
+        out = target / path.name
+        written = not out.is_file() or out.read_text(encoding="utf-8") != text
+        if written:
+            out.write_text(text, encoding="utf-8")
+        results.append((out, written))
+    return results
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    target = Path(argv[0]) if argv else ROOT / "student"
+    for path, written in write_student_edition(target):
+        print(f"{'wrote' if written else 'unchanged'}: {path}")
+    print("Run them with the course kernel (./course.sh lab opens the whole course; the "
+          "notebooks import helpers/ and find data/ from any folder).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,313 @@
+"""The student edition (``scripts/make_student_edition.py``, ``./course.sh student``) works:
+no stored code outputs except in cells tagged ``keep-output``, no solution code anywhere,
+every checker answers "Not yet" on its starter, and every notebook runs top to bottom with no
+error except in cells tagged ``raises-exception``.
+
+Why the seven student notebooks are not executed here again. Running them would add a full
+second pass over the course (about as long as the notebooks' part of this whole command) for
+nothing nbval does not already prove, because of three facts this file checks:
+
+1. The student edition's code cells are exactly the course's code cells: the same source,
+   the same metadata (tags included, so the same cells are allowed to raise), in the same
+   order. Only outputs, execution counts and solution Markdown differ, and a kernel reads
+   none of them: the code a student runs is, cell for cell, the code nbval runs.
+2. nbval runs every one of those cells top to bottom in one kernel, and fails on any error in
+   a cell not tagged ``raises-exception`` (``nbval/plugin.py``, whatever a cell's
+   output-comparison markers say), as long as no cell is skipped; so no course cell may carry
+   ``NBVAL_SKIP`` / ``nbval-skip``. Its strict comparison also proves the checker's stored
+   verdict on each starter, "Not yet", is what the checker says today, so the cell after
+   each exercise must be compared by nbval and store "Not yet". (``test_exercises.py`` also
+   calls each checker on the starter directly.)
+3. What differs is where the kernel starts: nbval starts it in ``notebooks/``, a student in
+   their folder, possibly outside the repository. The notebooks import ``helpers`` from the
+   course environment, and ``helpers.dataset`` finds ``data/`` next to the package, not from
+   the working directory. One notebook's opening cells (00's, up to loading a clip from
+   ``data/``) really run here with nbclient from a student folder outside the repository,
+   and print what they print in the course; and no code cell names a path relative to the
+   working directory (``../``, ``data/``, ``notebooks/``). The kernel's environment does not
+   matter either: importing ``helpers`` sets TensorFlow's settings itself, as under nbval.
+
+So a student notebook runs, top to bottom, exactly as far as its course notebook does under
+nbval in the same test command. If the student edition ever changes code (say, to blank the
+starters), this reasoning no longer holds, ``test_code_cells_are_the_courses_...`` fails,
+and the student notebooks must then be executed here in full.
+
+``keep-output`` is tested on a small notebook built here, so the course needs no tagged cell.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import subprocess
+import warnings
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbval.plugin import find_comment_markers, find_metadata_tags
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location(
+    "make_student_edition", ROOT / "scripts" / "make_student_edition.py")
+edition = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(edition)
+
+NOTEBOOKS = edition.course_notebooks(ROOT)
+IDS = [p.stem for p in NOTEBOOKS]
+KEEP = edition.KEEP_OUTPUT_TAG
+SOLUTION = re.compile(r"<details>.*?```python\n(.*?)```.*?</details>", re.S)  # test_exercises'
+RELATIVE_PATH = re.compile(r"""["'](\.\.?/|data/|notebooks/|student/)""")
+
+
+@pytest.fixture(scope="module")
+def student_dir(tmp_path_factory):
+    """The student edition, written once into a folder outside the repository."""
+    target = tmp_path_factory.mktemp("class") / "student"
+    results = edition.write_student_edition(target)
+    assert [path.name for path, _ in results] == [p.name for p in NOTEBOOKS]
+    assert all(written for _, written in results)
+    return target
+
+
+@functools.cache
+def _read(path: Path) -> nbformat.NotebookNode:
+    """A notebook, read once per test process (reading validates it, which takes time);
+    no test changes what it gets."""
+    return nbformat.read(path, as_version=4)
+
+
+def _pairs(student_dir, name):
+    return _read(ROOT / "notebooks" / name), _read(student_dir / name)
+
+
+def _code(notebook):
+    return [c for c in notebook.cells if c.cell_type == "code"]
+
+
+def _text(cell) -> str:
+    """A cell's source and the text of its outputs."""
+    parts = [cell.source]
+    for output in cell.get("outputs", []):
+        parts += [str(output.get("text", "")), str(output.get("evalue", ""))]
+        parts += [str(v) for k, v in output.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
+
+
+def test_running_it_again_changes_nothing(student_dir):
+    before = {p.name: p.read_bytes() for p in student_dir.iterdir()}
+    again = edition.write_student_edition(student_dir)
+    assert not any(written for _, written in again)
+    assert {p.name: p.read_bytes() for p in student_dir.iterdir()} == before
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
+def test_code_cells_are_the_courses_with_no_stored_outputs(student_dir, name):
+    course, student = _pairs(student_dir, name)
+    assert [(c.source, c.metadata) for c in _code(student)] == \
+           [(c.source, c.metadata) for c in _code(course)], \
+        "the student edition must run exactly the course's code (see this file's docstring)"
+    assert student.metadata.get("kernelspec") == course.metadata.get("kernelspec")
+    for index, cell in enumerate(_code(student)):
+        assert cell.execution_count is None, f"code cell {index} keeps its execution count"
+        if KEEP not in cell.metadata.get("tags", []):
+            assert cell.outputs == [], f"code cell {index} keeps its outputs"
+    assert "widgets" not in student.metadata
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
+def test_markdown_is_the_courses_without_its_solutions(student_dir, name):
+    course, student = _pairs(student_dir, name)
+    expected = []
+    for cell in course.cells:
+        if cell.cell_type == "markdown" and SOLUTION.search(cell.source):
+            cell = nbformat.from_dict(dict(cell))
+            for block in re.finditer(r"<details>.*?</details>[ \t]*\n?", cell.source, re.S):
+                if "```python" in block.group(0):
+                    cell.source = cell.source.replace(block.group(0), "", 1)
+            if not cell.source.strip():
+                continue
+        expected.append(cell if cell.cell_type == "markdown" else cell.source)
+    got = [c if c.cell_type == "markdown" else c.source for c in student.cells]
+    assert got == expected
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
+def test_no_solution_code_anywhere(student_dir, name):
+    course, student = _pairs(student_dir, name)
+    code_lines = {line.strip() for c in _code(course) for line in c.source.splitlines()}
+    solutions = [m.group(1) for c in course.cells if c.cell_type == "markdown"
+                 for m in SOLUTION.finditer(c.source)]
+    assert solutions, f"{name}: no solution found in the course notebook"
+    # The lines only a solution has: the ones a student must not be able to read.
+    secret = {line.strip() for s in solutions for line in s.splitlines()} - code_lines - {""}
+    assert secret, f"{name}: every line of its solutions is already in its code"
+    text = "\n".join(_text(c) for c in student.cells)
+    assert not any("```python" in m.group(0) for m in re.finditer(
+        r"<details>.*?</details>", text, re.S)), "a <details> block with Python code is left"
+    lines = {line.strip() for line in text.splitlines()}
+    assert not secret & lines, f"solution code left: {sorted(secret & lines)}"
+
+
+def _nbval_runs(cell) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nbval warns about conflicting markers
+        options = dict(find_metadata_tags(cell.metadata))
+        options.update(find_comment_markers(cell.source))
+    return not options.get("skip", False)
+
+
+def _nbval_compares(cell) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        options = dict(find_metadata_tags(cell.metadata))
+        options.update(find_comment_markers(cell.source))
+    return options.get("check", True) and cell.execution_count is not None
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
+def test_nbval_runs_every_cell_a_student_runs(name):
+    """Fact 2 of the docstring: nbval executes each course code cell (none skipped)."""
+    skipped = [i for i, c in enumerate(_code(_read(ROOT / "notebooks" / name)))
+               if not _nbval_runs(c)]
+    assert not skipped, (f"nbval skips code cells {skipped}: a student runs them, so this "
+                         "file must then execute the student notebooks itself")
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
+def test_each_checker_says_not_yet_on_the_starter(name):
+    """Each exercise's next code cell calls its checker; nbval compares that cell, and its
+    stored verdict (what the checker says on the starter today) is "Not yet"."""
+    cells = _code(_read(ROOT / "notebooks" / name))
+    exercises = [i for i, c in enumerate(cells) if c.metadata.get("exercise")]
+    assert exercises
+    for index in exercises:
+        spec = cells[index].metadata["exercise"]
+        checker = cells[index + 1]
+        assert f"{spec['checker'].split(':')[1]}({spec['function']})" in checker.source
+        assert _nbval_compares(checker), f"nbval does not compare code cell {index + 1}"
+        verdicts = [o.data["text/plain"] for o in checker.outputs if "text/plain" in o.get(
+            "data", {})]
+        assert len(verdicts) == 1 and verdicts[0].startswith("Not yet: "), verdicts
+
+
+def test_no_code_cell_names_a_path_relative_to_where_it_runs():
+    found = [(p.name, m.group(0)) for p in NOTEBOOKS for c in _code(_read(p))
+             for m in RELATIVE_PATH.finditer(c.source)]
+    assert not found, f"a student folder elsewhere would not have these: {found}"
+
+
+def test_a_student_notebook_runs_from_a_folder_outside_the_course(student_dir):
+    """00's opening cells, up to the first that loads a clip from data/, run with nbclient in
+    the student folder (outside the repository) and print what they print in the course."""
+    assert ROOT not in student_dir.resolve().parents
+    name = NOTEBOOKS[0].name
+    course, student = _pairs(student_dir, name)
+    count = next(i for i, c in enumerate(_code(student)) if "load_clip(" in c.source) + 1
+    opening = nbformat.v4.new_notebook(cells=[nbformat.from_dict(dict(c)) for c in
+                                              _code(student)[:count]], metadata=student.metadata)
+    NotebookClient(opening, timeout=120, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(student_dir)}}).execute()
+
+    def streams(cell):
+        return [(o.name, o.text) for o in cell.outputs if o.output_type == "stream"]
+
+    for ran, stored in zip(opening.cells, _code(course)[:count]):
+        assert streams(ran) == streams(stored), (ran.source, ran.outputs)
+    assert any("load_clip(" in c.source and streams(c) for c in opening.cells)
+
+
+def test_keep_output_and_solutions_on_a_small_notebook():
+    shown = nbformat.v4.new_output("stream", name="stdout", text="compare with this\n")
+    result = nbformat.v4.new_output("execute_result", execution_count=2,
+                                    data={"text/plain": "42"})
+    hint = "<details><summary>Hint</summary>\n\nLook at the tape.\n</details>\n"
+    solution = ("<details>\n<summary>Show a solution</summary>\n\n```python\n"
+                "def f():\n    return 42\n```\n</details>\n")
+    course = nbformat.v4.new_notebook(metadata={"widgets": {"state": {}}}, cells=[
+        nbformat.v4.new_markdown_cell("# Title\n\nSome `code` in prose.\n"),
+        nbformat.v4.new_code_cell("print('compare with this')", execution_count=1,
+                                  outputs=[shown], metadata={"tags": [KEEP]}),
+        nbformat.v4.new_code_cell("6 * 7", execution_count=2, outputs=[result],
+                                  metadata={"tags": ["raises-exception"]}),
+        nbformat.v4.new_markdown_cell("Before.\n\n" + hint + solution + "After.\n"),
+        nbformat.v4.new_markdown_cell(solution),
+    ])
+    original = nbformat.writes(course)
+    student = edition.student_notebook(course)
+    assert nbformat.writes(course) == original  # the course notebook is left alone
+    nbformat.validate(student)
+    kept, cleared = _code(student)
+    assert kept.outputs == [shown] and kept.execution_count is None
+    assert cleared.outputs == [] and cleared.execution_count is None
+    assert cleared.metadata == {"tags": ["raises-exception"]}
+    assert [c.source for c in student.cells if c.cell_type == "markdown"] == [
+        "# Title\n\nSome `code` in prose.\n", "Before.\n\n" + hint + "After.\n"]
+    assert "widgets" not in student.metadata
+    result_kept = edition.student_notebook(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("6 * 7", execution_count=5, outputs=[result],
+                                  metadata={"tags": [KEEP]})]))
+    assert result_kept.cells[0].outputs[0].execution_count is None
+
+
+def test_bad_input_says_what_was_expected(tmp_path):
+    with pytest.raises(ValueError, match="nbformat 4"):
+        edition.student_notebook(nbformat.from_dict({"nbformat": 3, "metadata": {}}))
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(NotADirectoryError, match="expected a folder"):
+        edition.write_student_edition(tmp_path / "a_file")
+    with pytest.raises(FileNotFoundError, match="no notebooks"):
+        edition.write_student_edition(tmp_path / "out", root=tmp_path)
+
+
+def test_course_sh_student_runs_the_script_in_the_course_environment(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    stub = venv / "bin" / "python"  # a stand-in python that logs its arguments
+    stub.write_text('#!/usr/bin/env bash\necho "$*" >> "$STUB_LOG"\n')
+    stub.chmod(0o755)
+    (venv / ".installed").touch()
+    os.utime(venv / ".installed", (2**31, 2**31))  # newer than requirements.txt: no install
+    env = {**os.environ, "VENV": str(venv), "STUB_LOG": str(tmp_path / "log")}
+    for args in ([], ["elsewhere/class"]):
+        result = subprocess.run([str(ROOT / "course.sh"), "student", *args], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+    assert (tmp_path / "log").read_text().splitlines() == [
+        "scripts/make_student_edition.py", "scripts/make_student_edition.py elsewhere/class"]
+
+
+def test_student_folder_is_ignored_by_git_and_documented():
+    assert "/student/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert f"`{KEEP}`" in (ROOT / "CONTRIBUTING.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "./course.sh student" in readme and "(INSTRUCTORS.md)" in readme
+
+
+def _plans():
+    """INSTRUCTORS.md's plan table: {part: (3 hours, session 1, session 2)}."""
+    text = (ROOT / "INSTRUCTORS.md").read_text()
+    table = text.split("## The two plans", 1)[1].split("\n\n")[2]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in
+            table.splitlines()[2:]]
+    return text, {part: tuple(int(m) for m in minutes) for part, *minutes in rows}
+
+
+def test_instructors_timings_add_up_to_both_plans():
+    text, plans = _plans()
+    total = plans.pop("total")
+    assert total == (180, 90, 90)
+    assert tuple(map(sum, zip(*plans.values()))) == total
+    for path in NOTEBOOKS:
+        number = path.name[:2]
+        row = next((m for part, m in plans.items() if part.startswith(f"{number} ")), None)
+        assert row is not None, f"no row for {path.name} in the plan table"
+        assert row[0] == row[1] + row[2], f"{number}: the two sessions give it other minutes"
+        section = re.search(rf"^### {number} .*?\n\*\*Minutes \((\d+)\):\*\* ([^\n]*)$", text,
+                            re.M | re.S)
+        assert section, f"no section with its minutes for {path.name}"
+        parts = [int(n) for n in re.findall(r"\b(\d+)\b", section.group(2))]
+        assert int(section.group(1)) == row[0] == sum(parts), (number, section.group(0)[-80:])
