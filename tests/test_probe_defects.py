@@ -234,7 +234,7 @@ class _MarkedBlock(keras.layers.Layer):
 
 def test_defect_8_module_level_mark_records_into_the_active_probe_only():
     keras.utils.set_random_seed(11)
-    block = _MarkedBlock()
+    block = _MarkedBlock(name="block")
     x = _data()
     out = block(x)  # no probe: the marks do nothing
     assert set(out) == {"a", "b"}
@@ -271,3 +271,23 @@ def test_defect_9_the_private_creation_counter_still_works():
     numbers = [probe_module._creation_order(t) for t in (first, second)]
     assert all(isinstance(n, int) for n in [*numbers, between])
     assert numbers[0] < numbers[1] < between < probe_module._creation_order(third)
+
+
+def test_defect_8_module_level_mark_inside_one_tf_function_trace():
+    keras.utils.set_random_seed(12)
+    block = _MarkedBlock(name="block")
+    x = _data()
+    block(x)
+    verdicts = []
+
+    @tf.function
+    def step(x):
+        with GradientProbe() as probe:
+            loss = tf.reduce_sum(block(x)["a"])
+        verdicts.append(probe.locate(loss, block.trainable_variables))
+        return loss
+
+    step(x)
+    assert verdicts[0].traced and verdicts[0].intact
+    assert verdicts[0].names == ["block/hidden", "block/pair['a']", "block/pair['b'][0]"]
+    assert "side branch" in repr(verdicts[0])  # the relu branch the loss does not read
