@@ -439,12 +439,9 @@ def test_checker_rejects_a_near_miss(spec, label):
 CODE_IN_TEXT = re.compile(r"[A-Za-z_][\w.]*\([^)]*\)|\w\s*[-+*/]?=\s*[\w(\[]|\w\[[^\]]*\]|`")
 # Hints stored or printed before these checkers lost their code (strict xfail: fix, then drop).
 HINTS_PENDING = {
-    "05_field_guide": "diagnosis.py's hints spell out tf.signal.stft(...) and tf.floor(...)",
     "06_capstone": "capstone.py's hint spells out all(g is None for g in grads)",
 }
-STORED_PENDING = {
-    "04_voicing_loss_fix": "its stored 4.1 output predates the new hint: regenerate 04",
-}
+STORED_PENDING: dict[str, str] = {}
 
 
 def _code_ngrams(source: str, n: int = 4) -> set[tuple[str, ...]]:

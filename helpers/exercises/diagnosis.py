@@ -74,9 +74,10 @@ def check_spectral_loss(function) -> CheckResult:
 
     return run_check(
         "Exercise 5.1 (a spectral loss the model can learn from)", function, check,
-        hint="librosa.stft and np.abs work on NumPy arrays, which the tape cannot see. "
-             "tf.signal.stft(audio, frame_length=256, frame_step=128, fft_length=256) "
-             "gives the same frames and the same Hann window, in TensorFlow.")
+        hint="librosa and NumPy work on arrays the tape cannot see, so nothing reaches the "
+             "model. TensorFlow has a short-time Fourier transform of its own: given the same "
+             "frame length, hop and FFT size, it cuts the same frames as librosa without "
+             "centring, with the same periodic Hann window.")
 
 
 def _shifted(audio: np.ndarray, whole: int) -> np.ndarray:
@@ -127,6 +128,7 @@ def check_delay(function) -> CheckResult:
 
     return run_check(
         "Exercise 5.2 (a delay the model can learn)", function, check,
-        hint="tf.round and the cast to int32 have no gradient. Use tf.floor(samples) to pick "
-             "two whole shifts, and weight them by the fraction samples - tf.floor(samples): "
-             "the fraction carries the gradient.")
+        hint="Rounding and the cast to an integer have no gradient. Let the whole part of the "
+             "delay pick two neighbouring whole shifts, and mix the two shifted signals by the "
+             "fractional part: the fraction is a float computed from the delay, so it carries "
+             "the gradient.")
