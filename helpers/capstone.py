@@ -407,6 +407,27 @@ def quieter_on_silence_db(comparison: Comparison, system: str,
             - comparison.level_change_db(system, "silent"))
 
 
+QUIET_ON_SILENCE_DB = 6.0  # "learned silence": at least this much quieter than its input
+BEAT_INPUT_DB = 3.0  # the goal over the noisy input (held-back mean SI-SDR)
+BEAT_CLASSICAL_DB = 0.5  # the goal over the best classical filter
+
+
+def quiet_on_silence(comparison: Comparison, system: str) -> bool:
+    """The check 06 asserts for "the model learned to output silence": on held-back silent
+    frames its output is at least ``QUIET_ON_SILENCE_DB`` below its input."""
+    return comparison.level_change_db(system, "silent") <= -QUIET_ON_SILENCE_DB
+
+
+def beats_input(comparison: Comparison, system: str) -> bool:
+    """Held-back mean SI-SDR at least ``BEAT_INPUT_DB`` above the noisy input's."""
+    return beats_baselines(comparison, system)["over input"] >= BEAT_INPUT_DB
+
+
+def beats_classical(comparison: Comparison, system: str) -> bool:
+    """Held-back mean SI-SDR at least ``BEAT_CLASSICAL_DB`` above the best classical filter."""
+    return beats_baselines(comparison, system)["over best classical"] >= BEAT_CLASSICAL_DB
+
+
 def beats_baselines(comparison: Comparison, system: str) -> dict[str, float]:
     """Margins of ``system``'s held-back mean SI-SDR over the input (goal: >= 3 dB) and over
     the best classical filter (goal: >= 0.5 dB)."""
