@@ -37,7 +37,7 @@ def models():
 
 @pytest.fixture(scope="module")
 def comparison(models):
-    return capstone.compare(models)
+    return capstone.compare(models, classical=False)  # the models' checks; 06 runs the rest
 
 
 # --------------------------------------------------------------------------- the split
@@ -188,10 +188,9 @@ def test_training_script_reproduces_weights_on_a_tiny_configuration():
                                                   ROOT / "scripts" / "train_capstone.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    for loss in capstone.LOSSES:
-        first = script.trained_bytes(loss, steps=2, clips=1)
-        assert first == script.trained_bytes(loss, steps=2, clips=1), loss
-    assert first != script.trained_bytes("seed", steps=2, clips=1, seed=1)
+    first = script.trained_bytes("masked", steps=2, clips=1)
+    assert first == script.trained_bytes("masked", steps=2, clips=1)
+    assert first != script.trained_bytes("masked", steps=2, clips=1, seed=1)
 
 
 def test_weights_files_are_in_data_and_small():
