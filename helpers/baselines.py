@@ -3,7 +3,7 @@
 * ``lowpass(noisy, cutoff_hz)``: a fixed 4th-order Butterworth low-pass (``scipy.signal``),
   run forwards and backwards so it adds no delay; ``best_lowpass_cutoff`` picks its cut-off
   on training clips.
-* ``spectral_subtraction(noisy, ...)``: power spectral subtraction on a ``librosa.stft``, with
+* ``spectral_subtraction(noisy, ...)``: power spectral subtraction on a ``scipy.signal.stft``, with
   the noise spectrum estimated from the input itself (the mean power of its quietest frames
   in each bin), a spectral floor, and the noisy phase.
 * ``si_sdr``: scale-invariant signal-to-distortion ratio (Le Roux et al., 2019), in dB;
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import librosa
 import numpy as np
 from scipy import signal
 
@@ -76,7 +75,8 @@ def spectral_subtraction(noisy, over_subtraction: float = 2.0, floor: float = 0.
 
     Noise power per bin: the mean over the ``quiet_fraction`` quietest frames of the clip.
     Gain per bin and frame: ``sqrt(max(1 - over_subtraction * noise / power, floor**2))``,
-    applied to the noisy ``librosa.stft``; ``librosa.istft`` gives the clip back, same length.
+    applied to the noisy STFT (``scipy.signal.stft``, Hann window); ``scipy.signal.istft``
+    gives the clip back, same length.
     """
     check_audio(noisy, "noisy")
     if not 0 < quiet_fraction <= 1:
@@ -84,16 +84,16 @@ def spectral_subtraction(noisy, over_subtraction: float = 2.0, floor: float = 0.
     if over_subtraction <= 0 or not 0 <= floor < 1:
         raise ValueError("over_subtraction must be > 0 and floor in [0, 1); got "
                          f"{over_subtraction!r} and {floor!r}.")
-    noisy = np.asarray(noisy, dtype=np.float32)
-    spectrum = librosa.stft(noisy, n_fft=n_fft, hop_length=hop_length)
+    noisy = np.asarray(noisy, dtype=np.float64)
+    overlap = n_fft - hop_length
+    _, _, spectrum = signal.stft(noisy, nperseg=n_fft, noverlap=overlap)
     power = np.abs(spectrum) ** 2
-    frame_energy = power.sum(axis=0)
-    quiet = np.argsort(frame_energy)[:max(1, int(round(quiet_fraction * power.shape[1])))]
+    quiet = np.argsort(power.sum(axis=0))[:max(1, int(round(quiet_fraction * power.shape[1])))]
     noise_power = power[:, quiet].mean(axis=1, keepdims=True)
     gain = np.sqrt(np.maximum(1.0 - over_subtraction * noise_power / np.maximum(power, 1e-20),
                               floor ** 2))
-    return librosa.istft(gain * spectrum, hop_length=hop_length, n_fft=n_fft,
-                         length=len(noisy)).astype(np.float32)
+    _, out = signal.istft(gain * spectrum, nperseg=n_fft, noverlap=overlap)
+    return np.pad(out, (0, max(0, len(noisy) - len(out))))[:len(noisy)].astype(np.float32)
 
 
 def best_setting(denoiser, settings: Sequence,
