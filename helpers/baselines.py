@@ -23,7 +23,7 @@ LOWPASS_CANDIDATES_HZ: tuple[float, ...] = (1000.0, 1500.0, 2000.0, 3000.0, 4000
                                             6000.0, 7000.0)
 # (over_subtraction, quiet_fraction) pairs tried on the training clips
 SUBTRACTION_CANDIDATES: tuple[tuple[float, float], ...] = tuple(
-    (a, q) for a in (1.0, 2.0, 3.0, 4.0, 6.0) for q in (0.1, 0.2, 0.3))
+    (a, q) for a in (1.0, 2.0, 4.0, 6.0) for q in (0.1, 0.3))
 
 
 def _pair(reference, estimate) -> tuple[np.ndarray, np.ndarray]:
