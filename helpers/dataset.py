@@ -275,15 +275,22 @@ def capstone_utterance(seed: int, seconds: float) -> tuple[np.ndarray, FrameLabe
     """
     segments = list(random_utterance(seed, seconds))
     audio = _fixed_length(synthesize(segments, seed=seed), seconds)
+    return audio, capstone_labels(seed, seconds)
+
+
+@cache
+def capstone_labels(seed: int, seconds: float) -> FrameLabels:
+    """The labels of ``capstone_utterance(seed, seconds)``, without rendering it."""
+    segments = list(random_utterance(seed, seconds))
     labels = labels_from_segments(segments)
-    n = num_frames(len(audio))
+    n = num_frames(int(round(seconds * SAMPLE_RATE)))
     if labels.num_frames < n:  # rounding left the last frame outside the segments: silence
         pad = n - labels.num_frames
         labels = dataclasses.replace(labels, **{k: np.pad(getattr(labels, k), (0, pad))
                                                 for k in ("voicing", "f0", "f1", "f2")})
     labels = labels.slice(0, n)
-    labels.check_fits(len(audio))
-    return audio, labels
+    labels.check_fits(int(round(seconds * SAMPLE_RATE)))
+    return labels
 
 
 def train_noise(family: str) -> np.ndarray:
@@ -334,8 +341,8 @@ def capstone_training_set() -> list[tuple[str, np.ndarray, FrameLabels]]:
     out = []
     for entry in capstone_manifest()["train"]:
         audio, _ = load_audio(DATA_DIR / entry["file"])
-        _, labels = capstone_utterance(entry["seed"], CAPSTONE_TRAIN_SECONDS)
-        out.append((entry["name"], audio, labels))
+        out.append((entry["name"], audio, capstone_labels(entry["seed"],
+                                                          CAPSTONE_TRAIN_SECONDS)))
     return out
 
 
@@ -345,8 +352,8 @@ def _held_back() -> tuple[Mixture, ...]:
     clean = {}
     for entry in entries["held_back"]:
         audio, _ = load_audio(DATA_DIR / entry["file"])
-        _, labels = capstone_utterance(entry["seed"], CAPSTONE_HELD_BACK_SECONDS)
-        clean[entry["name"]] = (audio, labels)
+        clean[entry["name"]] = (audio, capstone_labels(entry["seed"],
+                                                       CAPSTONE_HELD_BACK_SECONDS))
     mixtures = []
     for entry in entries["mixtures"]:
         noisy, _ = load_audio(DATA_DIR / entry["file"])
