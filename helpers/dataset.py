@@ -31,7 +31,7 @@ from helpers.labels import (
     labels_from_segments,
     read_phone_alignment,
 )
-from helpers.noise import NOISE_FAMILIES, make_noise, random_utterance
+from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
 from helpers.synth import Segment, fricative, silence, synthesize, vowel
 
 DATA_DIR = Path(
@@ -367,3 +367,23 @@ def held_back_mixtures() -> list[Mixture]:
     """Every held-back mixture (each held-back utterance with a fresh instance of each noise
     family at ``CAPSTONE_SNR_DB``), from ``data/``."""
     return list(_held_back())
+
+
+WIDER_HELD_BACK_SEEDS: tuple[int, ...] = tuple(range(2011, 2023))
+WIDER_NOISE_SEED = 7000
+
+
+def wider_held_back_mixtures() -> list[Mixture]:
+    """Twelve more held-back utterances (``WIDER_HELD_BACK_SEEDS``), each with a fresh
+    instance of every noise family (seeds ``WIDER_NOISE_SEED + 10 * index + family``) at
+    ``CAPSTONE_SNR_DB``: sixty mixtures made here from their seeds, not shipped (``data/`` has
+    room for three utterances). Neither the utterances nor the noise seeds are used in
+    training or in the shipped held-back set."""
+    mixtures = []
+    for index, seed in enumerate(WIDER_HELD_BACK_SEEDS):
+        clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
+        for k, family in enumerate(NOISE_FAMILIES):
+            noise = make_noise(family, len(clean), WIDER_NOISE_SEED + 10 * index + k)
+            mixtures.append(Mixture(f"wider_{seed}_{family}", f"wider_{seed}", family,
+                                    mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+    return mixtures

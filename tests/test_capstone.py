@@ -80,6 +80,26 @@ def test_training_talkers_cover_the_f0_range_of_the_held_back_ones():
     assert all(train[0] <= f <= train[-1] + 10 for f in held_back)
 
 
+def test_the_wider_held_back_set_is_disjoint_from_training_and_from_the_shipped_one():
+    from helpers.dataset import (
+        HELD_BACK_NOISE_SEED,
+        TRAIN_NOISE_SEED,
+        WIDER_HELD_BACK_SEEDS,
+        WIDER_NOISE_SEED,
+        wider_held_back_mixtures,
+    )
+
+    assert not set(WIDER_HELD_BACK_SEEDS) & (set(CAPSTONE_TRAIN_SEEDS)
+                                             | set(CAPSTONE_HELD_BACK_SEEDS))
+    last_wider = WIDER_NOISE_SEED + 10 * len(WIDER_HELD_BACK_SEEDS)
+    last_shipped = HELD_BACK_NOISE_SEED + 10 * len(CAPSTONE_HELD_BACK_SEEDS)
+    assert TRAIN_NOISE_SEED + 5 <= HELD_BACK_NOISE_SEED < last_shipped <= WIDER_NOISE_SEED
+    assert last_wider > WIDER_NOISE_SEED
+    mixtures = wider_held_back_mixtures()
+    assert len(mixtures) == 5 * len(WIDER_HELD_BACK_SEEDS)
+    assert mixtures[0].noisy.tobytes() == wider_held_back_mixtures()[0].noisy.tobytes()
+
+
 def test_every_held_back_utterance_has_all_three_kinds_of_frame():
     for m in held_back_mixtures():
         counts = m.labels.counts()
