@@ -31,7 +31,8 @@ from helpers.labels import (
     labels_from_segments,
     read_phone_alignment,
 )
-from helpers.synth import Segment, fricative, silence, vowel
+from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
+from helpers.synth import Segment, fricative, silence, synthesize, vowel
 
 DATA_DIR = Path(
     os.environ.get("GRADIENT_CLINIC_DATA", Path(__file__).resolve().parents[1] / "data")
@@ -239,3 +240,150 @@ def noisy_crops(clips: Sequence[Clip], samples: int, rng: np.random.Generator
         clean.append(clip.clean[start:start + samples])
         noisy.append((clip.clean + noise)[start:start + samples].astype(np.float32))
     return stft(np.stack(noisy)), tf.constant(np.stack(clean), tf.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# The capstone's data: speech-like utterances and realistic noise (helpers.noise), split by
+# utterance AND by noise instance
+# ---------------------------------------------------------------------------------------------
+
+CAPSTONE_DIR = "capstone"
+CAPSTONE_SNR_DB = 5.0  # the held-back mixtures' SNR
+CAPSTONE_TRAIN_SECONDS = 1.5  # every training utterance has this length, so they batch
+CAPSTONE_HELD_BACK_SECONDS = 1.6
+# Seeds: training utterances 1000.., held-back utterances 2000..; training noise instances
+# 3000.., held-back noise instances 5000.. Disjoint ranges: nothing held back is seen in
+# training (tests/test_capstone.py checks the samples too).
+# Two training talkers per 16 Hz band of talker f0 from 90 to 220 Hz (the range
+# random_utterance draws from), each with voiced, unvoiced and silent frames: a model trained
+# on low voices only fails on high ones (tests/test_capstone.py checks the coverage).
+CAPSTONE_TRAIN_SEEDS: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004, 1005, 1008, 1011, 1012,
+                                         1025, 1029, 1031, 1032, 1034, 1048, 1050)
+CAPSTONE_HELD_BACK_SEEDS: tuple[int, ...] = (2006, 2007, 2010)  # each has all three kinds
+TRAIN_NOISE_SEED = 3000
+HELD_BACK_NOISE_SEED = 5000
+TRAIN_NOISE_SECONDS = 4.0
+
+
+def _fixed_length(audio: np.ndarray, seconds: float) -> np.ndarray:
+    samples = int(round(seconds * SAMPLE_RATE))
+    return np.pad(audio, (0, max(0, samples - len(audio))))[:samples].astype(np.float32)
+
+
+def capstone_utterance(seed: int, seconds: float) -> tuple[np.ndarray, FrameLabels]:
+    """A ``random_utterance`` rendered to exactly ``seconds``, with its labels by construction.
+    """
+    segments = list(random_utterance(seed, seconds))
+    audio = _fixed_length(synthesize(segments, seed=seed), seconds)
+    return audio, capstone_labels(seed, seconds)
+
+
+@cache
+def capstone_labels(seed: int, seconds: float) -> FrameLabels:
+    """The labels of ``capstone_utterance(seed, seconds)``, without rendering it."""
+    segments = list(random_utterance(seed, seconds))
+    labels = labels_from_segments(segments)
+    n = num_frames(int(round(seconds * SAMPLE_RATE)))
+    if labels.num_frames < n:  # rounding left the last frame outside the segments: silence
+        pad = n - labels.num_frames
+        labels = dataclasses.replace(labels, **{k: np.pad(getattr(labels, k), (0, pad))
+                                                for k in ("voicing", "f0", "f1", "f2")})
+    labels = labels.slice(0, n)
+    labels.check_fits(int(round(seconds * SAMPLE_RATE)))
+    return labels
+
+
+def train_noise(family: str) -> np.ndarray:
+    """The one training instance of a noise family (``TRAIN_NOISE_SECONDS`` long); training
+    crops random windows of it. Never used for a held-back mixture."""
+
+    index = list(NOISE_FAMILIES).index(family) if family in NOISE_FAMILIES else None
+    if index is None:
+        raise ValueError(f"unknown noise family {family!r}; expected one of "
+                         f"{', '.join(NOISE_FAMILIES)}.")
+    return make_noise(family, int(TRAIN_NOISE_SECONDS * SAMPLE_RATE), TRAIN_NOISE_SEED + index)
+
+
+def held_back_noise_seed(utterance_index: int, family: str) -> int:
+    """The seed of the noise instance of a held-back mixture (never a training seed)."""
+    if family not in NOISE_FAMILIES:
+        raise ValueError(f"unknown noise family {family!r}; expected one of "
+                         f"{', '.join(NOISE_FAMILIES)}.")
+    return HELD_BACK_NOISE_SEED + 10 * utterance_index + list(NOISE_FAMILIES).index(family)
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """A held-back capstone mixture: noisy input, clean reference, labels, noise family."""
+
+    name: str
+    utterance: str
+    family: str
+    noisy: np.ndarray
+    clean: np.ndarray
+    labels: FrameLabels
+
+
+@cache
+def capstone_manifest() -> dict:
+    """The ``capstone`` part of ``data/manifest.json``: utterances, mixtures, weights."""
+    path = DATA_DIR / "manifest.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; run python scripts/make_data.py")
+    data = json.loads(path.read_text())
+    if "capstone" not in data:
+        raise FileNotFoundError(f"{path} has no capstone part; run python scripts/make_data.py")
+    return data["capstone"]
+
+
+def capstone_training_set() -> list[tuple[str, np.ndarray, FrameLabels]]:
+    """``(name, clean audio, labels)`` of every training utterance (from ``data/``)."""
+    out = []
+    for entry in capstone_manifest()["train"]:
+        audio, _ = load_audio(DATA_DIR / entry["file"])
+        out.append((entry["name"], audio, capstone_labels(entry["seed"],
+                                                          CAPSTONE_TRAIN_SECONDS)))
+    return out
+
+
+@cache
+def _held_back() -> tuple[Mixture, ...]:
+    entries = capstone_manifest()
+    clean = {}
+    for entry in entries["held_back"]:
+        audio, _ = load_audio(DATA_DIR / entry["file"])
+        clean[entry["name"]] = (audio, capstone_labels(entry["seed"],
+                                                       CAPSTONE_HELD_BACK_SECONDS))
+    mixtures = []
+    for entry in entries["mixtures"]:
+        noisy, _ = load_audio(DATA_DIR / entry["file"])
+        audio, labels = clean[entry["clean"]]
+        mixtures.append(Mixture(entry["name"], entry["clean"], entry["noise"], noisy, audio,
+                                labels))
+    return tuple(mixtures)
+
+
+def held_back_mixtures() -> list[Mixture]:
+    """Every held-back mixture (each held-back utterance with a fresh instance of each noise
+    family at ``CAPSTONE_SNR_DB``), from ``data/``."""
+    return list(_held_back())
+
+
+WIDER_HELD_BACK_SEEDS: tuple[int, ...] = tuple(range(2011, 2023))
+WIDER_NOISE_SEED = 7000
+
+
+def wider_held_back_mixtures() -> list[Mixture]:
+    """Twelve more held-back utterances (``WIDER_HELD_BACK_SEEDS``), each with a fresh
+    instance of every noise family (seeds ``WIDER_NOISE_SEED + 10 * index + family``) at
+    ``CAPSTONE_SNR_DB``: sixty mixtures made here from their seeds, not shipped (``data/`` has
+    room for three utterances). Neither the utterances nor the noise seeds are used in
+    training or in the shipped held-back set."""
+    mixtures = []
+    for index, seed in enumerate(WIDER_HELD_BACK_SEEDS):
+        clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
+        for k, family in enumerate(NOISE_FAMILIES):
+            noise = make_noise(family, len(clean), WIDER_NOISE_SEED + 10 * index + k)
+            mixtures.append(Mixture(f"wider_{seed}_{family}", f"wider_{seed}", family,
+                                    mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+    return mixtures

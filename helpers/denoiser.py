@@ -162,3 +162,44 @@ def enhance(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> t
 def denoise(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:
     """``enhance`` for inference: the enhanced clip as a NumPy array of the input's length."""
     return enhance(model, noisy_audio, chunk_size).numpy()
+
+
+# --------------------------------------------------------------------------- the capstone's model
+
+
+class FloorGain(keras.layers.Layer):
+    """Mask from how far each bin rises above a noise floor:
+    ``sigmoid(slope * (features - floor) + bias)``, with a learned ``slope`` and ``bias`` per
+    bin. Inputs ``[features, floor]``, both ``(batch, bins)`` log magnitudes."""
+
+    def build(self, input_shape):
+        bins = input_shape[0][-1]
+        self.slope = self.add_weight(shape=(bins,), name="slope",
+                                     initializer=keras.initializers.Constant(2.0))
+        self.bias = self.add_weight(shape=(bins,), name="bias", initializer="zeros")
+
+    def call(self, inputs):
+        features, floor = inputs
+        return tf.sigmoid(self.slope * (features - floor) + self.bias)
+
+
+def make_floor_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
+    """The capstone's step model, same interface as ``make_step_model`` (``[noisy_magnitude,
+    previous_state] -> [mask, next_state]``, runs with ``unroll``): the GRU's output is read
+    as a per-bin noise floor (a Dense layer, ``floor``), and the mask is a per-bin gain on how
+    far the frame's log magnitude rises above it (``FloorGain``). The gain is one function of
+    one bin's height above the floor, so what the model learns about a bin of noise in a
+    pause carries over to the bins between the harmonics of a vowel. Seven variables."""
+    if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
+        raise ValueError(f"units must be a positive integer; got {units!r}.")
+    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 2:
+        raise ValueError(f"bins must be an integer >= 2 (frame_length // 2 + 1); got {bins!r}.")
+    noisy_magnitude = keras.Input((int(bins),), name="noisy_magnitude")
+    previous_state = keras.Input((int(units),), name="previous_state")
+    features = LogMagnitude(name="features")(noisy_magnitude)
+    gru_output, [next_state] = keras.layers.GRUCell(int(units), name="gru_cell")(
+        features, [previous_state])
+    floor = keras.layers.Dense(int(bins), name="floor")(gru_output)
+    mask = FloorGain(name="mask")([features, floor])
+    return keras.Model([noisy_magnitude, previous_state], [mask, next_state],
+                       name="floor_step_model")

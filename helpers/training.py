@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from helpers.audio import frame
 from helpers.dataset import Example
 from helpers.denoiser import enhance
 from helpers.gradients import gradients_of
@@ -96,3 +97,41 @@ def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         return loss, grads
 
     return step
+
+
+# ------------------------------------------------- checks that tell the fix from the seed's loss
+
+
+def graph_gradient_norm(model: keras.Model, example: Example, loss_fn: LossFn,
+                        **loss_kwargs) -> float:
+    """Global norm of the gradient of ``loss_fn`` on one example, inside ``tf.function`` (as
+    in training; unconnected variables count as zero). "No None" cannot tell the seed's loss
+    from the fix inside ``tf.function``, where the seed gives zeros; this can: on a silent
+    example the seed's per-frame loss gives exactly 0, the masked loss a positive norm."""
+    variables = model.trainable_variables
+
+    @tf.function(autograph=False)
+    def norm():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(example.reference, enhance(model, example.noisy), example.labels,
+                           **loss_kwargs)
+        grads = tape.gradient(loss, variables,
+                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return tf.linalg.global_norm(grads)
+
+    return float(norm())
+
+
+def level_change_db(model: keras.Model, example: Example, frames: np.ndarray | None = None
+                    ) -> float:
+    """Output energy relative to input energy (dB) on ``frames`` of an example (a boolean
+    per-frame mask; default: its silent frames). A model that learned to output silence
+    there is well below 0 dB; one trained with the seed's loss stays near where it began."""
+    frames = example.labels.silent if frames is None else np.asarray(frames, dtype=bool)
+    if frames.shape != (example.num_frames,) or not frames.any():
+        raise ValueError(f"frames must be a boolean mask of the example's {example.num_frames} "
+                         "frames with at least one frame selected.")
+    output = enhance(model, example.noisy)
+    energy_out = tf.reduce_sum(tf.square(frame(output)), axis=-1).numpy()[frames].sum()
+    energy_in = tf.reduce_sum(tf.square(frame(example.noisy)), axis=-1).numpy()[frames].sum()
+    return float(10 * np.log10(energy_out / energy_in))

@@ -21,8 +21,23 @@ from pathlib import Path
 
 import helpers  # noqa: F401  (quiet TensorFlow)
 from helpers.audio import SAMPLE_RATE, load_audio, save_audio
-from helpers.dataset import DATA_DIR, REAL_CLIP, SYNTHETIC_CLIPS, ClipSpec, sha256
+from helpers.dataset import (
+    CAPSTONE_DIR,
+    CAPSTONE_HELD_BACK_SECONDS,
+    CAPSTONE_HELD_BACK_SEEDS,
+    CAPSTONE_SNR_DB,
+    CAPSTONE_TRAIN_SECONDS,
+    CAPSTONE_TRAIN_SEEDS,
+    DATA_DIR,
+    REAL_CLIP,
+    SYNTHETIC_CLIPS,
+    ClipSpec,
+    capstone_utterance,
+    held_back_noise_seed,
+    sha256,
+)
 from helpers.labels import formant_track, pitch_track
+from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
 from helpers.synth import add_noise, synthesize
 
 SYNTHETIC_DIR = "synthetic"
@@ -93,7 +108,48 @@ def build(root: Path, real_source: Path) -> dict:
             for name in (f"{REAL_CLIP}_phone.lab", f"{REAL_CLIP}_tracks.csv", "COPYING")
         },
     })
-    return {"sample_rate": SAMPLE_RATE, "generator": "scripts/make_data.py", "clips": clips}
+    return {"sample_rate": SAMPLE_RATE, "generator": "scripts/make_data.py", "clips": clips,
+            "capstone": build_capstone(root)}
+
+
+def _utterance_entry(root: Path, name: str, seed: int, seconds: float) -> dict:
+    audio, _ = capstone_utterance(seed, seconds)
+    path = save_audio(root / CAPSTONE_DIR / f"{name}.wav", audio, SAMPLE_RATE)
+    return {"name": name, "file": f"{CAPSTONE_DIR}/{name}.wav", "seed": seed,
+            "num_samples": len(audio),
+            "segments": [s.to_dict() for s in random_utterance(seed, seconds)],
+            "sha256": sha256(path)}
+
+
+def build_capstone(root: Path) -> dict:
+    """The capstone's clips: clean training utterances (training noise is made by
+    ``helpers.dataset.train_noise`` when training), clean held-back utterances and their
+    mixtures with fresh noise of every family; and the SHA-256 of the shipped weights
+    (made by ``scripts/train_capstone.py``, not here)."""
+    (root / CAPSTONE_DIR).mkdir(parents=True, exist_ok=True)
+    train = [_utterance_entry(root, f"train_{seed}", seed, CAPSTONE_TRAIN_SECONDS)
+             for seed in CAPSTONE_TRAIN_SEEDS]
+    held_back, mixtures = [], []
+    for index, seed in enumerate(CAPSTONE_HELD_BACK_SEEDS):
+        entry = _utterance_entry(root, f"heldback_{seed}", seed, CAPSTONE_HELD_BACK_SECONDS)
+        held_back.append(entry)
+        clean, _ = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
+        for family in NOISE_FAMILIES:
+            noise_seed = held_back_noise_seed(index, family)
+            noisy = mix(clean, make_noise(family, len(clean), noise_seed), CAPSTONE_SNR_DB)
+            name = f"heldback_{seed}_{family}"
+            path = save_audio(root / CAPSTONE_DIR / f"{name}.wav", noisy, SAMPLE_RATE)
+            mixtures.append({"name": name, "file": f"{CAPSTONE_DIR}/{name}.wav",
+                             "clean": entry["name"], "noise": family, "noise_seed": noise_seed,
+                             "snr_db": CAPSTONE_SNR_DB, "sha256": sha256(path)})
+    weights = {}
+    for path in sorted((DATA_DIR / CAPSTONE_DIR).glob("*.weights.npz")):
+        if (root / CAPSTONE_DIR).resolve() != path.parent.resolve():
+            shutil.copy(path, root / CAPSTONE_DIR / path.name)
+        weights[path.name] = sha256(path)
+    return {"sample_rate": SAMPLE_RATE, "train": train, "held_back": held_back,
+            "mixtures": mixtures,
+            "weights": {"made_by": "scripts/train_capstone.py", "sha256": weights}}
 
 
 def manifest_text(manifest: dict) -> str:

@@ -28,6 +28,7 @@ from helpers.dataset import (
     REAL_CLIP,
     Example,
     batch_of,
+    capstone_manifest,
     clip_names,
     crop,
     excerpt,
@@ -72,8 +73,17 @@ def test_synthesizer_is_deterministic_and_seed_sensitive():
 
 def test_manifest_lists_every_file_with_matching_hash():
     clips = manifest()
+    capstone = capstone_manifest()
+    capstone_files = {e["file"]: e["sha256"]
+                      for key in ("train", "held_back", "mixtures") for e in capstone[key]}
     wavs = {str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*.wav")}
-    assert wavs == {entry["file"] for entry in clips.values()}
+    assert wavs == {entry["file"] for entry in clips.values()} | set(capstone_files)
+    for file, digest in capstone_files.items():
+        assert sha256(DATA_DIR / file) == digest, file
+    weights = {p.name for p in (DATA_DIR / "capstone").glob("*.weights.npz")}
+    assert weights == set(capstone["weights"]["sha256"]) and len(weights) == 2
+    for name, digest in capstone["weights"]["sha256"].items():
+        assert sha256(DATA_DIR / "capstone" / name) == digest, name
     for entry in clips.values():
         assert sha256(DATA_DIR / entry["file"]) == entry["sha256"], entry["name"]
         assert entry["sample_rate"] == 16000 and entry["duration_s"] > 0 and entry["labels"]

@@ -1,9 +1,9 @@
 """The layers of helpers/: a module imports only from layers below its own.
 
     6  widgets, exercises (the package and its submodules)
-    5  training, loss_reach
+    5  training, loss_reach, capstone
     4  dataset, denoiser, voicing_loss
-    3  labels, gru_state, probe
+    3  labels, gru_state, probe, noise, baselines
     2  synth, plots
     1  audio, gradients
     0  printing, reproducibility
@@ -33,9 +33,9 @@ LAYERS: dict[int, tuple[str, ...]] = {
     0: ("printing", "reproducibility"),
     1: ("audio", "gradients"),
     2: ("synth", "plots"),
-    3: ("labels", "gru_state", "probe"),
+    3: ("labels", "gru_state", "probe", "noise", "baselines"),
     4: ("dataset", "denoiser", "voicing_loss"),
-    5: ("training", "loss_reach"),
+    5: ("training", "loss_reach", "capstone"),
     6: ("widgets", "exercises"),
 }
 LAYER_OF: dict[str, int] = {f"{PACKAGE}.{name}": layer

@@ -172,3 +172,19 @@ def test_train_step_loss_is_the_batch_mean_and_takes_loss_arguments(clips):
 def test_make_train_step_needs_examples(model):
     with pytest.raises(ValueError, match="at least one example"):
         make_train_step(model, keras.optimizers.Adam(), [])
+
+
+def test_graph_gradient_norm_and_level_change_tell_the_seed_loss_from_the_fix():
+    from helpers.dataset import load_clip, make_example
+    from helpers.denoiser import make_denoiser
+    from helpers.training import graph_gradient_norm, level_change_db
+    from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
+
+    clip = load_clip("silence")
+    silent = make_example("silence", clip.clean, clip.labels, seed=0)
+    model = make_denoiser(seed=0)
+    assert graph_gradient_norm(model, silent, cond_loop_voicing_loss) == 0.0
+    assert graph_gradient_norm(model, silent, masked_voicing_loss) > 0.0
+    assert abs(level_change_db(model, silent)) < 3.0  # untrained: about passes its input
+    with pytest.raises(ValueError, match="boolean mask"):
+        level_change_db(model, silent, frames=np.zeros(silent.num_frames, bool))

@@ -1,0 +1,55 @@
+"""Train the capstone's two denoisers and write their weights to data/capstone/.
+
+    python scripts/train_capstone.py            # both losses, the shipped configuration
+    python scripts/train_capstone.py --check    # retrain in memory, compare SHA-256s with data/
+
+Same machine, same pins: the same bytes (op determinism, seeded noise). Another processor may
+change the last bits of the weights (CONTRIBUTING.md, printing policy), so --check can only
+pass where the weights were made. After writing new weights run scripts/make_data.py, which
+records their SHA-256 in data/manifest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+
+import helpers  # noqa: F401  (quiet TensorFlow)
+from helpers.capstone import LOSSES, TRAIN_STEPS, train, weights_bytes, weights_path
+from helpers.reproducibility import make_deterministic
+
+
+def trained_bytes(loss: str, steps: int = TRAIN_STEPS, clips: int | None = None,
+                  seed: int = 0) -> bytes:
+    """The weights file ``train(loss, seed, steps, clips)`` gives, as bytes."""
+    make_deterministic(seed)
+    return weights_bytes(train(loss, seed=seed, steps=steps, clips=clips).model)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="retrain and compare with the weights in data/capstone/")
+    parser.add_argument("--loss", choices=LOSSES, action="append",
+                        help="train only this loss (repeatable); both by default")
+    args = parser.parse_args()
+    failed = 0
+    for loss in args.loss or LOSSES:
+        data = trained_bytes(loss)
+        digest = hashlib.sha256(data).hexdigest()
+        path = weights_path(loss)
+        if args.check:
+            same = path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == digest
+            print(f"{path.name}: {'reproduced bit for bit' if same else 'DIFFERS'}")
+            failed += not same
+        else:
+            path.write_bytes(data)
+            print(f"wrote {path.name} ({len(data)} bytes, sha256 {digest[:12]}...)")
+    if not args.check:
+        print("now run python scripts/make_data.py to record the SHA-256s in the manifest")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""helpers.labels.labels_from_audio on real and noisy audio: silence relative to the clip's
+own noise floor, with hysteresis; the confusion table 06 prints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers.dataset import REAL_CLIP, load_clip
+from helpers.labels import LabelError, confusion, labels_from_audio, speech_frames
+
+
+def test_speech_frames_uses_the_floor_and_hysteresis():
+    levels = np.array([-50, -51, -50, -30, -45, -48, -30, -30] + [-50] * 10 + [-30, -50.0])
+    speech = speech_frames(levels, on_db=6, off_db=1, min_pause_frames=3)
+    # starts 6 dB above the floor (-50), stays on down to floor + 1 (the -45 and -48 frames)
+    assert speech[:8].tolist() == [False, False, False, True, True, True, True, True]
+    assert not speech[8:18].any()  # a long pause is a pause
+    assert speech[18] and not speech[19]
+    # a short dip inside speech (a stop closure) stays speech
+    dip = np.array([-50.0] * 5 + [-30, -30, -50, -50, -30, -30] + [-50.0] * 5)
+    assert speech_frames(dip, min_pause_frames=3)[5:11].all()
+
+
+def test_speech_frames_without_a_floor_to_measure():
+    assert speech_frames(np.full(20, -20.0)).all()  # a sustained vowel: no pause at all
+    assert not speech_frames(np.full(20, -200.0)).any()  # digital silence
+
+
+@pytest.fixture(scope="module")
+def real():
+    clip = load_clip(REAL_CLIP)
+    return clip, labels_from_audio(clip.audio)
+
+
+def test_real_clip_labels_agree_with_the_alignment(real):
+    clip, measured = real
+    table = confusion(clip.labels, measured)
+    assert table.sum() == clip.labels.num_frames
+    # 88 % measured: the issue's goal is 90 % (not reached; see the labels_from_audio docstring)
+    assert np.trace(table) / table.sum() >= 0.85
+    assert table[0, 0] >= 0.9 * table[0].sum()  # aligned pauses are found (the old -60 dBFS
+    # threshold called every one of them unvoiced)
+
+
+def test_labels_still_work_on_noisy_mixtures_at_5_db():
+    for name in ("utterance_1_snr5", "utterance_2_snr5"):
+        clip = load_clip(name)
+        agreement = np.mean(labels_from_audio(clip.audio).voicing == clip.labels.voicing)
+        assert agreement >= 0.85, (name, agreement)
+
+
+def test_confusion_needs_labels_of_one_clip(real):
+    clip, measured = real
+    with pytest.raises(LabelError, match="labels of one clip"):
+        confusion(clip.labels, measured.slice(0, 10))
