@@ -390,11 +390,7 @@ def apply_or_skip(optimizer, grads, variables):
 
 # Near misses a checker still accepts: a strict xfail, so the day the checker is fixed this
 # turns red and the entry must go. Reported to the owner of the checker.
-UNSOUND = {
-    ("helpers.exercises.capstone:check_apply_or_skip",
-     "returns True without applying a mixed batch"):
-        "6.1 never checks that the mixed batch's real gradient was applied",
-}
+UNSOUND: dict[tuple[str, str], str] = {}
 FUNCTION_OF = {e.values[3]["checker"]: e.values[3]["function"] for e in EXERCISES}
 
 
@@ -438,9 +434,7 @@ def test_checker_rejects_a_near_miss(spec, label):
 # A call, an assignment, an index or a code span: what code looks like inside a sentence.
 CODE_IN_TEXT = re.compile(r"[A-Za-z_][\w.]*\([^)]*\)|\w\s*[-+*/]?=\s*[\w(\[]|\w\[[^\]]*\]|`")
 # Hints stored or printed before these checkers lost their code (strict xfail: fix, then drop).
-HINTS_PENDING = {
-    "06_capstone": "capstone.py's hint spells out all(g is None for g in grads)",
-}
+HINTS_PENDING: dict[str, str] = {}
 STORED_PENDING: dict[str, str] = {}
 
 

@@ -32,13 +32,19 @@ def check_apply_or_skip(function) -> CheckResult:
             return False, "with all-None gradients the optimizer still counted a step."
         if not (np.array_equal(a.numpy(), before[0]) and np.array_equal(b.numpy(), before[1])):
             return False, "with all-None gradients a variable moved; a skipped step moves nothing."
+        before = [a.numpy().copy(), b.numpy().copy()]
         mixed = fn(optimizer, [tf.constant([1.0, 1.0]), None], [a, b])
         if mixed is not True:
             return False, ("with one real gradient and one None it returned "
                            f"{mixed!r}; expected True (apply what there is).")
+        if np.array_equal(a.numpy(), before[0]):
+            return False, ("with one real gradient and one None, the variable that has a "
+                           "gradient did not move: apply what there is.")
+        if not np.array_equal(b.numpy(), before[1]):
+            return False, "with one real gradient and one None, the variable without one moved."
         return True, "real gradients are applied, an all-None batch is skipped on purpose."
 
     return run_check("Exercise 6.1 (skip a batch with no gradient, on purpose)", function, check,
-                     hint="Check `all(g is None for g in grads)` first and return False "
-                          "before calling the optimizer; otherwise apply only the pairs "
-                          "whose gradient is not None.")
+                     hint="Decide before the optimizer sees anything: if no variable has a "
+                          "gradient, return False without a step. Otherwise hand the "
+                          "optimizer only the variables that do have one.")
