@@ -4,8 +4,9 @@ clip with its per-frame labels.
 
 A None gradient, a zero gradient and a NaN gradient must never look like a small norm, and
 never like each other. On the log-scale bar plot a healthy gradient is a bar; the other three
-get no bar at all but a distinct marker at the left edge, a text label on the row, and an
-entry in the legend.
+get no bar at all but a distinct marker just inside the left edge (clear of the variable
+names), a text label on the row, and an entry in the legend: one legend per figure, also when
+``plot_reports`` puts several reports side by side.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.transforms import ScaledTranslation
 
 from helpers.gradients import GradientReport, Status
 
@@ -34,6 +36,9 @@ STYLE: dict[Status, dict] = {
 }
 
 
+MARKER_INSET = 10.0  # points from the left edge of the axes to the centre of a status marker
+
+
 def status_gid(status: Status) -> str:
     """The matplotlib ``gid`` every artist of this status carries (tests look for it)."""
     return f"grad-{status}"
@@ -44,10 +49,12 @@ def plot_gradient_norms(
     ax: Axes | None = None,
     title: str | None = None,
     xlim: tuple[float, float] | None = None,
+    legend: bool = True,
 ) -> Figure:
     """Horizontal bar plot of each variable's gradient norm, log scale, first variable on top.
 
-    Pass ``xlim`` to share one scale between several plots (``plot_reports`` does).
+    Pass ``xlim`` to share one scale between several plots, and ``legend=False`` to leave the
+    legend to the figure (``plot_reports`` does both).
     """
     _check_report(report)
     fig, ax = _figure_and_axes(ax, height=0.45 * len(report) + 1.4)
@@ -55,26 +62,31 @@ def plot_gradient_norms(
     y = np.arange(len(report))[::-1]
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
+    # Markers sit MARKER_INSET points inside the left edge (x in axes units, y in data), so
+    # they never cover the end of a variable's name, whatever the scale.
+    inside = ax.get_yaxis_transform() + ScaledTranslation(MARKER_INSET / 72, 0,
+                                                          ax.figure.dpi_scale_trans)
     for row, yi in zip(report, y):
         if row.status == "ok":
             ax.barh(yi, row.norm - lo, left=lo, height=0.6, color=STYLE["ok"]["color"],
                     gid=status_gid("ok"))
             continue
         style = STYLE[row.status]
-        ax.plot([lo], [yi], linestyle="none", marker=style["marker"], markersize=11,
+        ax.plot([0], [yi], linestyle="none", marker=style["marker"], markersize=11,
                 color=style["color"], fillstyle=style["fill"], markeredgewidth=2,
-                clip_on=False, zorder=5, gid=status_gid(row.status))
+                transform=inside, clip_on=False, zorder=5, gid=status_gid(row.status))
         text = {"none": "None", "zero": "zero", "nonfinite": _nonfinite_text(row.norm)}[row.status]
-        ax.annotate(f"{text} (no bar)", (lo, yi), xytext=(12, 0), textcoords="offset points",
-                    va="center", color=style["color"], fontweight="bold",
-                    gid=status_gid(row.status) + "-label")
+        ax.annotate(f"{text} (no bar)", (0, yi), xycoords=inside, xytext=(12, 0),
+                    textcoords="offset points", va="center", color=style["color"],
+                    fontweight="bold", gid=status_gid(row.status) + "-label")
     ax.set_yticks(y, [row.name for row in report])
     ax.set_ylim(-0.7, len(report) - 0.3)
     ax.set_xlabel("gradient norm (log scale)")
     ax.set_title(title or report.summary())
     ax.grid(axis="x", which="major", alpha=0.3)
-    ax.legend(handles=_legend_handles(report), loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              fontsize="small", frameon=False)
+    if legend:
+        ax.legend(handles=_legend_handles([report]), loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     return fig
 
 
@@ -95,9 +107,13 @@ def plot_reports(
                              sharey=True, squeeze=False, layout="constrained")
     limits = norm_limits(list(reports.values()))
     for ax, (title, report) in zip(axes[0], reports.items()):
-        plot_gradient_norms(report, ax=ax, title=f"{title}\n{report.summary()}", xlim=limits)
+        plot_gradient_norms(report, ax=ax, title=f"{title}\n{report.summary()}", xlim=limits,
+                            legend=False)
     for ax in axes[0][1:]:
         ax.tick_params(labelleft=False)
+    # One legend for the figure: every status that appears in any panel, once.
+    fig.legend(handles=_legend_handles(list(reports.values())), loc="outside right upper",
+               fontsize="small", frameon=False)
     if suptitle:
         fig.suptitle(suptitle)
     return fig
@@ -168,10 +184,10 @@ def norm_limits(reports: Sequence[GradientReport]) -> tuple[float, float]:
     return lo, hi
 
 
-def _legend_handles(report: GradientReport) -> list:
+def _legend_handles(reports: Sequence[GradientReport]) -> list:
     handles: list = []
     for status in ("ok", "zero", "nonfinite", "none"):
-        if not report.any(status):
+        if not any(report.any(status) for report in reports):
             continue
         style = STYLE[status]
         if status == "ok":

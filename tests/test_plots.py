@@ -83,6 +83,39 @@ def test_side_by_side_shares_one_scale():
     assert len(_artists(fig, status_gid("ok"))) == 2 + 5
 
 
+def test_side_by_side_has_one_legend_for_the_figure():
+    after = GradientReport([GradientRow(r.name, r.shape, "ok", 2.0) for r in MIXED])
+    none = GradientReport([GradientRow(r.name, r.shape, "none", None) for r in MIXED])
+    fig = plot_reports({"after": after, "none": none, "before": MIXED})
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "norm (log scale)", "zero", "NaN / inf", "None"]
+    # A panel with only None rows shares the figure's legend, drawn once.
+    fig = plot_reports({"none": none, "after": after})
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["norm (log scale)", "None"]
+
+
+@pytest.mark.parametrize("plot", [
+    lambda: plot_gradient_norms(MIXED),
+    lambda: plot_reports({"a": MIXED, "b": MIXED}),
+])
+def test_markers_leave_the_variable_names_readable(plot):
+    fig = plot()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    names = [t.get_window_extent(renderer) for ax in fig.axes
+             for t in ax.get_yticklabels() if t.get_visible() and t.get_text()]
+    assert names
+    for status in ("zero", "nonfinite", "none"):
+        for marker in _artists(fig, status_gid(status)):
+            box = marker.get_window_extent(renderer)
+            left_of_axes = marker.axes.get_window_extent(renderer).x0
+            assert box.x0 > left_of_axes, f"the {status} marker sticks out of its panel"
+            assert not any(box.overlaps(name) for name in names), status
+
+
 def test_side_by_side_rejects_different_variables():
     other = GradientReport([GradientRow("x", (), "ok", 1.0)])
     with pytest.raises(ValueError, match="same variables"):
