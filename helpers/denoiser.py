@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from helpers.audio import FRAME_LENGTH, check_audio, istft, stft
 from helpers.gru_state import unroll
+from helpers.reproducibility import make_deterministic
 
 UNITS = 32  # GRU state size: small enough to train in seconds on a CPU
 BINS = FRAME_LENGTH // 2 + 1  # 257 magnitude bins per frame
@@ -125,6 +126,21 @@ def make_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = N
     passed = Gain(name="skip")(noisy)
     estimate = keras.layers.Add(name="estimate")([passed, correction])
     return keras.Model(noisy, estimate, name="denoiser")
+
+
+def make_frame_denoiser(seed: int = 0, units: int = 16, frame_length: int = FRAME_LENGTH
+                        ) -> keras.Model:
+    """A frame-by-frame denoiser small enough to read its gradient report at a glance
+    (notebook 05): ``frame_length`` samples in, ``units`` tanh units, ``frame_length`` samples
+    out; four variables. Calls ``make_deterministic(seed)`` first, so its weights repeat."""
+    if units < 1 or frame_length < 1:
+        raise ValueError(f"units and frame_length must be >= 1; got {units}, {frame_length}.")
+    make_deterministic(seed)
+    return keras.Sequential([
+        keras.Input((frame_length,)),
+        keras.layers.Dense(units, activation="tanh", name="encoder"),
+        keras.layers.Dense(frame_length, name="decoder"),
+    ], name="denoiser")
 
 
 # --------------------------------------------------------------------------- running either

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -302,3 +302,44 @@ def max_abs_diff(a, b) -> float:
     a, b = tf.convert_to_tensor(a), tf.convert_to_tensor(b)
     wide = tf.complex128 if a.dtype.is_complex or b.dtype.is_complex else tf.float64
     return float(tf.reduce_max(tf.abs(tf.cast(a, wide) - tf.cast(b, wide))))
+
+
+# ------------------------------------------------------------- what gradient does one op have
+
+
+@dataclass(frozen=True)
+class OpGradient:
+    """What ``tape.gradient`` gives through one op: ``status`` is ``"none"``, ``"zero"``,
+    ``"ok"`` or ``"raises <ErrorName>"``; ``message`` is the last line of that error (else "")."""
+
+    status: str
+    message: str = ""
+
+    def __str__(self) -> str:
+        return self.status
+
+
+def op_gradient(op: Callable[[tf.Tensor], tf.Tensor], source: tf.Variable,
+                traced: bool = False) -> OpGradient:
+    """Status of d sum(op(source)) / d source, eagerly or inside ``tf.function``: whether the
+    op is registered as not differentiable (``none``), has a gradient that is zero
+    everywhere (``zero``), a real one (``ok``), or no gradient registered at all (the error
+    it raises, caught and named: that is what is being measured)."""
+    if not callable(op):
+        raise TypeError(f"op must be a function of one tensor; got {type(op).__name__}.")
+    if not isinstance(source, tf.Variable):
+        raise TypeError(f"source must be a tf.Variable (the tape watches it); got "
+                        f"{type(source).__name__}.")
+
+    def largest_gradient():
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(op(source))
+        grad = tape.gradient(y, source)
+        return tf.constant(-1.0) if grad is None else tf.reduce_max(tf.abs(grad))
+
+    try:
+        value = float(tf.function(largest_gradient)() if traced else largest_gradient())
+    except Exception as error:  # which error it raises is the measurement
+        return OpGradient(f"raises {type(error).__name__}",
+                          str(error).strip().splitlines()[-1].strip())
+    return OpGradient("none" if value < 0 else "zero" if value == 0 else "ok")

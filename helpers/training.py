@@ -2,7 +2,8 @@
 
 ``make_train_step`` is the course's ``tf.function`` training step for either denoiser (returns
 the loss *and* the gradients, so a notebook can report every step). ``snapshot``,
-``TrainingState`` and ``optimizer_slot_norm`` measure what an optimizer step does: how far the
+``TrainingState`` (with ``trial_step``: one step from a saved point, then back) and
+``optimizer_slot_norm`` measure what an optimizer step does: how far the
 weights move, and Adam's momentum, which keeps moving them when a gradient is zero
 (notebook 04).
 """
@@ -60,6 +61,21 @@ class TrainingState:
     def restore(self) -> None:
         for variable, value in zip(self._variables, self._values):
             variable.assign(value)
+
+    def trial_step(self, grads: list) -> float:
+        """From the saved state, apply one optimizer step with ``grads`` and return how far
+        it moved the weights (``mean_abs_change``); then restore the saved state, so the next
+        trial starts from the same point."""
+        grads = list(grads)
+        if len(grads) != len(self.model.trainable_variables):
+            raise ValueError(f"expected one gradient per trainable variable "
+                             f"({len(self.model.trainable_variables)}); got {len(grads)}.")
+        self.restore()
+        before = snapshot(self.model)
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        move = mean_abs_change(before, self.model)
+        self.restore()
+        return move
 
 
 def optimizer_slot_norm(optimizer: keras.optimizers.Optimizer, slot: str = "momentum") -> float:

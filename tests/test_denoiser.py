@@ -341,3 +341,17 @@ def test_variable_assign_truncates_silently(step_model, seed_inputs):
             assert max_abs_diff(f, a) == 0, weight.path
         else:
             assert float(tf.norm(f - a) / tf.norm(f)) > 1e-3, weight.path
+
+
+def test_frame_denoiser_is_tiny_and_repeatable():
+    from helpers.denoiser import make_frame_denoiser
+
+    model = make_frame_denoiser()
+    assert [tuple(v.shape) for v in model.trainable_variables] == [
+        (512, 16), (16,), (16, 512), (512,)]
+    again = make_frame_denoiser()
+    assert all(np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(model.trainable_variables, again.trainable_variables))
+    assert tuple(model(np.zeros((2, 512), np.float32)).shape) == (2, 512)
+    with pytest.raises(ValueError, match=">= 1"):
+        make_frame_denoiser(units=0)

@@ -214,3 +214,29 @@ def test_a_hint_names_the_cause_family_of_each_row_that_is_not_ok(variables):
         report._repr_html_())
     every_none = gradient_report([None, None], [a, c])
     assert all(h.startswith("cut: NumPy") for h in every_none.hints)
+
+
+# --- op_gradient: what gradient one op has (notebook 05's table) -------------------------------
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_op_gradient_tells_none_zero_ok_and_a_missing_registration(traced):
+    from helpers.gradients import op_gradient
+
+    w = tf.Variable([0.4, -1.3, 2.6])
+    assert op_gradient(tf.round, w, traced).status == "none"
+    assert op_gradient(tf.sign, w, traced).status == "zero"
+    assert op_gradient(tf.square, w, traced).status == "ok"
+    result = op_gradient(lambda v: tf.unique(v).y, w, traced)
+    assert result.status == ("raises StagingError" if traced else "raises LookupError")
+    assert "gradient registry has no entry for" in result.message
+    assert str(result) == result.status and op_gradient(tf.square, w).message == ""
+
+
+def test_op_gradient_rejects_bad_inputs():
+    from helpers.gradients import op_gradient
+
+    with pytest.raises(TypeError, match="function of one tensor"):
+        op_gradient("tf.round", tf.Variable([1.0]))
+    with pytest.raises(TypeError, match="tf.Variable"):
+        op_gradient(tf.round, tf.constant([1.0]))

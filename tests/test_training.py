@@ -188,3 +188,18 @@ def test_graph_gradient_norm_and_level_change_tell_the_seed_loss_from_the_fix():
     assert abs(level_change_db(model, silent)) < 3.0  # untrained: about passes its input
     with pytest.raises(ValueError, match="boolean mask"):
         level_change_db(model, silent, frames=np.zeros(silent.num_frames, bool))
+
+
+def test_trial_step_measures_one_step_and_puts_everything_back():
+    model = make_denoiser(seed=14)
+    optimizer = keras.optimizers.Adam(1e-3)
+    state = TrainingState(model, optimizer)
+    before = snapshot(model)
+    ones = [tf.ones_like(v) for v in model.trainable_variables]
+    move = state.trial_step(ones)
+    assert move == pytest.approx(1e-3, rel=1e-3)  # Adam's first step: lr per weight
+    assert mean_abs_change(before, model) == 0.0 and int(optimizer.iterations) == 0
+    assert state.trial_step(ones) == move  # the same point every time
+    assert state.trial_step([tf.zeros_like(v) for v in model.trainable_variables]) == 0.0
+    with pytest.raises(ValueError, match="one gradient per trainable variable"):
+        state.trial_step(ones[:2])
