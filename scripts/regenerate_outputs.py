@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -37,8 +38,24 @@ def regenerate(path: Path) -> float:
         if env_backend is not None:
             os.environ["MPLBACKEND"] = env_backend
     elapsed = time.perf_counter() - started
+    _drop_machine_paths(notebook)
     nbformat.write(notebook, path)
     return elapsed
+
+
+def _drop_machine_paths(notebook) -> None:
+    """Tracebacks name files by absolute path: the environment's site-packages and this
+    checkout. Store them as ``site-packages/...`` and ``helpers/...``, the same on any machine
+    (nbval does not compare tracebacks; this is for the reader, and keeps diffs quiet)."""
+    prefixes = [(sysconfig.get_paths()["purelib"] + os.sep, "site-packages" + os.sep),
+                (str(ROOT) + os.sep, "")]
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                lines = output["traceback"]
+                for old, new in prefixes:
+                    lines = [line.replace(old, new) for line in lines]
+                output["traceback"] = lines
 
 
 def main(argv: list[str]) -> int:
