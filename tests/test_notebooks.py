@@ -57,6 +57,19 @@ def test_no_log_noise_or_memory_addresses_in_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_path_of_the_machine_that_made_the_outputs(path):
+    """Tracebacks are stored with site-packages/... and helpers/... paths (regenerate_outputs),
+    not the absolute paths of one checkout or environment."""
+    machine = re.compile(r"(/(work|home|Users|root|tmp|opt)/|[A-Z]:\\)\S*(site-packages|helpers)")
+    for index, cell in enumerate(_code_cells(path)):
+        for output in cell.outputs:
+            text = "\n".join(output.get("traceback", [])) + _output_text(output)
+            match = machine.search(text)
+            assert not match, (f"code cell {index}: stored output names {match.group(0)!r}; "
+                               "run scripts/regenerate_outputs.py")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_errors_only_where_a_cell_is_marked_to_fail(path):
     for index, cell in enumerate(_code_cells(path)):
         marked = "raises-exception" in cell.metadata.get("tags", [])
