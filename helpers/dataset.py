@@ -387,3 +387,24 @@ def wider_held_back_mixtures() -> list[Mixture]:
             mixtures.append(Mixture(f"wider_{seed}_{family}", f"wider_{seed}", family,
                                     mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
     return mixtures
+
+
+VALIDATION_SEEDS: tuple[int, ...] = tuple(range(2500, 2512))
+VALIDATION_NOISE_SEED = 9000
+
+
+def validation_mixtures() -> list[Mixture]:
+    """The capstone's validation set, where its recipe (training length, learning rate, model
+    size) is chosen: twelve utterances (``VALIDATION_SEEDS``), each with a fresh instance of
+    every noise family (seeds ``VALIDATION_NOISE_SEED + 10 * index + family``) at
+    ``CAPSTONE_SNR_DB``, made here from their seeds, not shipped. Disjoint from training and
+    from both held-back sets (utterances and noise instances), so choosing on it says nothing
+    about the held-back scores."""
+    mixtures = []
+    for index, seed in enumerate(VALIDATION_SEEDS):
+        clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
+        for k, family in enumerate(NOISE_FAMILIES):
+            noise = make_noise(family, len(clean), VALIDATION_NOISE_SEED + 10 * index + k)
+            mixtures.append(Mixture(f"validation_{seed}_{family}", f"validation_{seed}",
+                                    family, mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+    return mixtures

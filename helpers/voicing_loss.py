@@ -376,8 +376,14 @@ def masked_voicing_loss(reference, estimate, labels: FrameLabels,
 
 def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
                               silence_weight: float = SILENCE_WEIGHT,
-                              sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
-    """``masked_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks)."""
+                              sample_rate: int = SAMPLE_RATE,
+                              voiced_weight: float = 0.0) -> tf.Tensor:
+    """``masked_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks).
+
+    ``voiced_weight`` (0 by default: the loss of notebooks 03-05) adds that weight times
+    ``reconstruction_errors`` on the voiced frames the harmonic term covers: it scores every
+    bin, so also the noise *between* the harmonics, which the harmonic and formant terms never
+    see. The capstone's recipe uses it."""
     masks = voicing_masks(labels)
     harmonic_mask = tf.constant(masks.harmonic)
     formant_mask = tf.constant(masks.formant)
@@ -398,6 +404,9 @@ def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: Fr
     if silence_weight:
         silence = tf.where(tf.constant(masks.silence), reconstruction_errors(ref_mag, est_mag), 0.0)
         loss = loss + silence_weight * tf.reduce_mean(silence)
+    if voiced_weight:
+        voiced = tf.where(harmonic_mask, reconstruction_errors(ref_mag, est_mag), 0.0)
+        loss = loss + voiced_weight * tf.reduce_mean(voiced)
     return loss
 
 

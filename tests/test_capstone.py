@@ -100,6 +100,32 @@ def test_the_wider_held_back_set_is_disjoint_from_training_and_from_the_shipped_
     assert mixtures[0].noisy.tobytes() == wider_held_back_mixtures()[0].noisy.tobytes()
 
 
+def test_the_validation_set_is_disjoint_from_training_and_both_held_back_sets():
+    from helpers.dataset import (
+        HELD_BACK_NOISE_SEED,
+        TRAIN_NOISE_SEED,
+        VALIDATION_NOISE_SEED,
+        VALIDATION_SEEDS,
+        WIDER_HELD_BACK_SEEDS,
+        WIDER_NOISE_SEED,
+        validation_mixtures,
+    )
+
+    assert not set(VALIDATION_SEEDS) & (set(CAPSTONE_TRAIN_SEEDS) | set(CAPSTONE_HELD_BACK_SEEDS)
+                                        | set(WIDER_HELD_BACK_SEEDS))
+    shipped_stop = HELD_BACK_NOISE_SEED + 10 * len(CAPSTONE_HELD_BACK_SEEDS)
+    noise_ranges = [(TRAIN_NOISE_SEED, TRAIN_NOISE_SEED + 5),
+                    (HELD_BACK_NOISE_SEED, shipped_stop),
+                    (WIDER_NOISE_SEED, WIDER_NOISE_SEED + 10 * len(WIDER_HELD_BACK_SEEDS))]
+    validation = (VALIDATION_NOISE_SEED, VALIDATION_NOISE_SEED + 10 * len(VALIDATION_SEEDS))
+    assert all(validation[0] >= stop or validation[1] <= start for start, stop in noise_ranges)
+    mixtures = validation_mixtures()
+    assert len(mixtures) == 5 * len(VALIDATION_SEEDS)
+    assert mixtures[0].noisy.tobytes() == validation_mixtures()[0].noisy.tobytes()
+    shipped = {m.noisy[:100].tobytes() for m in held_back_mixtures()}
+    assert not shipped & {m.noisy[:100].tobytes() for m in mixtures}
+
+
 def test_every_held_back_utterance_has_all_three_kinds_of_frame():
     for m in held_back_mixtures():
         counts = m.labels.counts()
@@ -222,3 +248,17 @@ def test_weights_files_are_in_data_and_small():
     for loss in capstone.LOSSES:
         path = capstone.weights_path(loss)
         assert path.parent == DATA_DIR / "capstone" and path.stat().st_size < 300_000
+
+
+def test_the_capstone_masked_loss_also_scores_voiced_frames():
+    from helpers.voicing_loss import magnitudes, masked_loss_on_magnitudes
+
+    mixture = held_back_mixtures()[0]
+    ref_mag, est_mag = magnitudes(mixture.clean, mixture.noisy)
+    value = float(capstone.loss_on_magnitudes("masked", ref_mag, est_mag, mixture.labels))
+    assert capstone.VOICED_WEIGHT > 0
+    assert value == float(masked_loss_on_magnitudes(ref_mag, est_mag, mixture.labels,
+                                                    capstone.SILENCE_WEIGHT,
+                                                    voiced_weight=capstone.VOICED_WEIGHT))
+    assert value > float(capstone.loss_on_magnitudes("masked", ref_mag, est_mag,
+                                                     mixture.labels, voiced_weight=0.0))
