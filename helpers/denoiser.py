@@ -53,14 +53,9 @@ class LogMagnitude(keras.layers.Layer):
                 "scale": self.scale}
 
 
-def make_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
-    """The seed's step model: ``[noisy_magnitude, previous_state] -> [mask, next_state]``.
-
-    Shapes: ``noisy_magnitude`` and ``mask`` are ``(batch, bins)``, the states
-    ``(batch, units)``. Five trainable variables: ``gru_cell/{kernel, recurrent_kernel, bias}``
-    and ``mask/{kernel, bias}``. Layer names are fixed, so variable names are the same however
-    many models a notebook builds. Call ``make_deterministic`` first for repeatable weights.
-    """
+def _gru_step(units: int, bins: int):
+    """The part both step models share: the inputs ``[noisy_magnitude, previous_state]``, the
+    log-magnitude features and one ``GRUCell`` step (layer names fixed). Checks the sizes."""
     if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
         raise ValueError(f"units must be a positive integer; got {units!r}.")
     if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 2:
@@ -70,8 +65,20 @@ def make_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
     features = LogMagnitude(name="features")(noisy_magnitude)
     gru_output, [next_state] = keras.layers.GRUCell(int(units), name="gru_cell")(
         features, [previous_state])
+    return [noisy_magnitude, previous_state], features, gru_output, next_state
+
+
+def make_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
+    """The seed's step model: ``[noisy_magnitude, previous_state] -> [mask, next_state]``.
+
+    Shapes: ``noisy_magnitude`` and ``mask`` are ``(batch, bins)``, the states
+    ``(batch, units)``. Five trainable variables: ``gru_cell/{kernel, recurrent_kernel, bias}``
+    and ``mask/{kernel, bias}``. Layer names are fixed, so variable names are the same however
+    many models a notebook builds. Call ``make_deterministic`` first for repeatable weights.
+    """
+    inputs, features, gru_output, next_state = _gru_step(units, bins)
     mask = keras.layers.Dense(int(bins), activation="sigmoid", name="mask")(gru_output)
-    return keras.Model([noisy_magnitude, previous_state], [mask, next_state], name="step_model")
+    return keras.Model(inputs, [mask, next_state], name="step_model")
 
 
 def apply_masks(masks, noisy_spectrum, length: int) -> tf.Tensor:
@@ -206,16 +213,7 @@ def make_floor_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
     far the frame's log magnitude rises above it (``FloorGain``). The gain is one function of
     one bin's height above the floor, so what the model learns about a bin of noise in a
     pause carries over to the bins between the harmonics of a vowel. Seven variables."""
-    if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-        raise ValueError(f"units must be a positive integer; got {units!r}.")
-    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 2:
-        raise ValueError(f"bins must be an integer >= 2 (frame_length // 2 + 1); got {bins!r}.")
-    noisy_magnitude = keras.Input((int(bins),), name="noisy_magnitude")
-    previous_state = keras.Input((int(units),), name="previous_state")
-    features = LogMagnitude(name="features")(noisy_magnitude)
-    gru_output, [next_state] = keras.layers.GRUCell(int(units), name="gru_cell")(
-        features, [previous_state])
+    inputs, features, gru_output, next_state = _gru_step(units, bins)
     floor = keras.layers.Dense(int(bins), name="floor")(gru_output)
     mask = FloorGain(name="mask")([features, floor])
-    return keras.Model([noisy_magnitude, previous_state], [mask, next_state],
-                       name="floor_step_model")
+    return keras.Model(inputs, [mask, next_state], name="floor_step_model")
