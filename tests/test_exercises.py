@@ -543,3 +543,37 @@ def test_stored_hints_have_no_solution_code(path):
         assert not hint_code(hint, solution), (
             f"{path.name}: the stored hint of {function} contains code: "
             f"{hint_code(hint, solution)}")
+
+
+# The 5.x checkers' own messages on two near misses beyond the table above (which covers
+# the swapped weights): the hack's gradient is named zero, the wrong frames and a NumPy
+# result each get their own message.
+def test_spectral_loss_checker_rejects_other_frames_and_numpy_results():
+    import numpy as np
+    import tensorflow as tf
+
+    from helpers.exercises.diagnosis import check_spectral_loss
+
+    def wrong_frames(estimate, reference):
+        def magnitude(audio):
+            return tf.abs(tf.signal.stft(audio, frame_length=512, frame_step=128))
+        return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
+
+    result = check_spectral_loss(wrong_frames)
+    assert not result.passed and "librosa gives" in result.message
+
+    result = check_spectral_loss(lambda estimate, reference: np.float32(0.5))
+    assert not result.passed and "expected a scalar tensor" in result.message
+
+
+def test_delay_checker_names_the_reconnect_hacks_zero_gradient():
+    import tensorflow as tf
+
+    from helpers.exercises.diagnosis import check_delay
+
+    def hack(audio, samples):  # reconnects the tape with a meaningless (zero) gradient
+        shift = tf.cast(tf.round(samples), tf.int32)
+        return tf.pad(audio, [[shift, 0]])[: tf.size(audio)] + 0.0 * samples
+
+    result = check_delay(hack)
+    assert not result.passed and "is zero" in result.message
