@@ -223,15 +223,23 @@ def stft_magnitude(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HO
     return tf.abs(stft(audio, frame_length, hop_length))
 
 
+def matched_pair(first, second, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """Two clips that are compared or mixed sample by sample: each checked as audio
+    (``check_audio``), both of one shape, returned as float64 (scores and gains are computed
+    in double precision). ``names`` go into the error messages."""
+    check_audio(first, names[0])
+    check_audio(second, names[1])
+    first = np.asarray(first, dtype=np.float64)
+    second = np.asarray(second, dtype=np.float64)
+    if first.shape != second.shape:
+        raise AudioError(f"{names[0]} and {names[1]} must have the same shape; got "
+                         f"{first.shape} and {second.shape}.")
+    return first, second
+
+
 def snr_db(clean, noisy) -> float:
     """Signal-to-noise ratio of ``noisy`` against ``clean``, in dB."""
-    clean = np.asarray(clean, dtype=np.float64)
-    noisy = np.asarray(noisy, dtype=np.float64)
-    if clean.shape != noisy.shape:
-        raise AudioError(f"clean and noisy must have the same shape; got {clean.shape} and "
-                         f"{noisy.shape}.")
-    check_audio(clean, "clean")
-    check_audio(noisy, "noisy")
+    clean, noisy = matched_pair(clean, noisy, ("clean", "noisy"))
     noise = np.sum((noisy - clean) ** 2)
     signal = np.sum(clean ** 2)
     if signal == 0:

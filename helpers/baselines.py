@@ -18,7 +18,7 @@ from functools import cache
 import numpy as np
 from scipy import signal
 
-from helpers.audio import SAMPLE_RATE, AudioError, check_audio
+from helpers.audio import SAMPLE_RATE, AudioError, check_audio, matched_pair
 
 LOWPASS_CANDIDATES_HZ: tuple[float, ...] = (1000.0, 1500.0, 2000.0, 3000.0, 4000.0, 5000.0,
                                             6000.0, 7000.0)
@@ -28,13 +28,7 @@ SUBTRACTION_CANDIDATES: tuple[tuple[float, float], ...] = tuple(
 
 
 def _pair(reference, estimate) -> tuple[np.ndarray, np.ndarray]:
-    check_audio(reference, "reference")
-    check_audio(estimate, "estimate")
-    reference = np.asarray(reference, dtype=np.float64)
-    estimate = np.asarray(estimate, dtype=np.float64)
-    if reference.shape != estimate.shape:
-        raise AudioError(f"reference and estimate must have the same shape; got "
-                         f"{reference.shape} and {estimate.shape}.")
+    reference, estimate = matched_pair(reference, estimate, ("reference", "estimate"))
     if not np.any(reference):
         raise AudioError("reference is silent, so the score is undefined; expected speech.")
     return reference, estimate

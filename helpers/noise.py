@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from helpers.audio import SAMPLE_RATE, AudioError, check_audio
+from helpers.audio import SAMPLE_RATE, AudioError, matched_pair
 from helpers.synth import Segment, synthesize
 
 NOISE_FAMILIES: dict[str, str] = {
@@ -180,13 +180,7 @@ def make_noise(family: str, num_samples: int, seed: int, sample_rate: int = SAMP
 
 def mix(clean: np.ndarray, noise: np.ndarray, snr_db: float) -> np.ndarray:
     """``clean + g * noise`` with ``g`` chosen so the SNR is exactly ``snr_db``; float32."""
-    check_audio(clean, "clean")
-    check_audio(noise, "noise")
-    clean = np.asarray(clean, dtype=np.float64)
-    noise = np.asarray(noise, dtype=np.float64)
-    if clean.shape != noise.shape:
-        raise AudioError(f"clean and noise must have the same shape; got {clean.shape} and "
-                         f"{noise.shape}.")
+    clean, noise = matched_pair(clean, noise, ("clean", "noise"))
     if not np.isfinite(snr_db):
         raise ValueError(f"snr_db must be a finite number; got {snr_db!r}.")
     signal_power, noise_power = np.mean(clean ** 2), np.mean(noise ** 2)
