@@ -67,6 +67,7 @@ from helpers.gru_state import unroll
 from helpers.labels import FrameLabels
 from helpers.noise import NOISE_FAMILIES, mix
 from helpers.reproducibility import make_deterministic
+from helpers.training import graph_gradient_norm
 from helpers.voicing_loss import cond_loop_loss_on_magnitudes, masked_loss_on_magnitudes
 
 LOSSES = ("masked", "seed")
@@ -395,26 +396,17 @@ def print_table(comparison: Comparison, metric: str = "si_sdr") -> None:
 
 def silent_gradient_norm(loss: str, model: keras.Model | None = None) -> float:
     """Global norm of the gradient of ``loss`` on the course's silent clip (noise in,
-    silence out), inside ``tf.function`` as in training. The seed's loop gives exactly 0
-    there (zeros, not None, in a graph); the masked loss gives a real gradient."""
+    silence out), inside ``tf.function`` as in training (``training.graph_gradient_norm``).
+    The seed's loop gives exactly 0 there (zeros, not None, in a graph); the masked loss gives
+    a real gradient."""
     check_loss_name(loss)
-    model = model or make_capstone_model(0)
     clip = load_clip("silence")
-    example = make_example("silence", clip.clean, clip.labels, seed=0)
-    reference_mag = tf.abs(stft(tf.constant(example.reference)))
-    noisy = tf.constant(example.noisy)
 
-    @tf.function(autograph=False)
-    def norm():
-        with tf.GradientTape() as tape:
-            estimate = enhance(model, noisy)
-            value = loss_on_magnitudes(loss, reference_mag, tf.abs(stft(estimate)),
-                                       example.labels)
-        grads = tape.gradient(value, model.trainable_variables,
-                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        return tf.linalg.global_norm(grads)
+    def loss_fn(reference, estimate, labels):
+        return loss_on_magnitudes(loss, tf.abs(stft(reference)), tf.abs(stft(estimate)), labels)
 
-    return float(norm())
+    return graph_gradient_norm(model or make_capstone_model(0),
+                               make_example("silence", clip.clean, clip.labels, seed=0), loss_fn)
 
 
 def quieter_on_silence_db(comparison: Comparison, system: str,

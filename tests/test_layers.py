@@ -1,7 +1,7 @@
 """The layers of helpers/: a module imports only from layers below its own.
 
-    6  widgets, exercises (the package and its submodules)
-    5  training, loss_reach, capstone
+    6  widgets, exercises (the package and its submodules), capstone
+    5  training, loss_reach
     4  dataset, denoiser, voicing_loss
     3  labels, gru_state, probe, noise, baselines
     2  synth, plots
@@ -35,8 +35,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     2: ("synth", "plots"),
     3: ("labels", "gru_state", "probe", "noise", "baselines"),
     4: ("dataset", "denoiser", "voicing_loss"),
-    5: ("training", "loss_reach", "capstone"),
-    6: ("widgets", "exercises"),
+    5: ("training", "loss_reach"),
+    6: ("widgets", "exercises", "capstone"),
 }
 LAYER_OF: dict[str, int] = {f"{PACKAGE}.{name}": layer
                             for layer, names in LAYERS.items() for name in names}
