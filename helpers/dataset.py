@@ -369,6 +369,20 @@ def held_back_mixtures() -> list[Mixture]:
     return list(_held_back())
 
 
+def _generated_mixtures(prefix: str, utterance_seeds: tuple[int, ...], noise_seed: int
+                        ) -> list[Mixture]:
+    """Each utterance (from its seed) with a fresh instance of every noise family (seed
+    ``noise_seed + 10 * index + family``) at ``CAPSTONE_SNR_DB``, made here, not shipped."""
+    mixtures = []
+    for index, seed in enumerate(utterance_seeds):
+        clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
+        for k, family in enumerate(NOISE_FAMILIES):
+            noise = make_noise(family, len(clean), noise_seed + 10 * index + k)
+            mixtures.append(Mixture(f"{prefix}_{seed}_{family}", f"{prefix}_{seed}", family,
+                                    mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+    return mixtures
+
+
 WIDER_HELD_BACK_SEEDS: tuple[int, ...] = tuple(range(2011, 2023))
 WIDER_NOISE_SEED = 7000
 
@@ -379,14 +393,7 @@ def wider_held_back_mixtures() -> list[Mixture]:
     ``CAPSTONE_SNR_DB``: sixty mixtures made here from their seeds, not shipped (``data/`` has
     room for three utterances). Neither the utterances nor the noise seeds are used in
     training or in the shipped held-back set."""
-    mixtures = []
-    for index, seed in enumerate(WIDER_HELD_BACK_SEEDS):
-        clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
-        for k, family in enumerate(NOISE_FAMILIES):
-            noise = make_noise(family, len(clean), WIDER_NOISE_SEED + 10 * index + k)
-            mixtures.append(Mixture(f"wider_{seed}_{family}", f"wider_{seed}", family,
-                                    mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
-    return mixtures
+    return _generated_mixtures("wider", WIDER_HELD_BACK_SEEDS, WIDER_NOISE_SEED)
 
 
 VALIDATION_SEEDS: tuple[int, ...] = tuple(range(2500, 2512))
@@ -400,11 +407,4 @@ def validation_mixtures() -> list[Mixture]:
     ``CAPSTONE_SNR_DB``, made here from their seeds, not shipped. Disjoint from training and
     from both held-back sets (utterances and noise instances), so choosing on it says nothing
     about the held-back scores."""
-    mixtures = []
-    for index, seed in enumerate(VALIDATION_SEEDS):
-        clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
-        for k, family in enumerate(NOISE_FAMILIES):
-            noise = make_noise(family, len(clean), VALIDATION_NOISE_SEED + 10 * index + k)
-            mixtures.append(Mixture(f"validation_{seed}_{family}", f"validation_{seed}",
-                                    family, mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
-    return mixtures
+    return _generated_mixtures("validation", VALIDATION_SEEDS, VALIDATION_NOISE_SEED)
