@@ -1,0 +1,318 @@
+"""The course as a learner meets it: in JupyterLab, in a browser (fixtures in conftest.py).
+
+Every notebook opens and starts its kernel; the gradient lab answers clicks on its own
+controls with the summary and the table that Python computes for the same setting; notebook
+00 runs top to bottom with no error. Nothing here sets a widget's value from Python in the
+kernel: the page's controls are clicked, chosen and moved with the keyboard.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+import time
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page, expect
+
+REPO = Path(__file__).resolve().parents[2]
+KERNEL_TIMEOUT = 60_000  # milliseconds: a kernel's start, or TensorFlow's import in it
+NOTEBOOKS = sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb"))
+LAB_NOTEBOOK = "gradient_lab_test.ipynb"  # a fresh notebook, in the server's temporary root
+LAB_NOTEBOOK_CONTENT = {
+    "nbformat": 4, "nbformat_minor": 5,
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                "language": "python"}},
+    "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "from helpers.widgets import GradientLab\n\nGradientLab()"},
+        # Run after each change: its number comes back only once the kernel has handled
+        # every message before it, the change and the redraw included.
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "pass"},
+    ],
+}
+CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
+STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+# What JupyterLab shows when a document, a kernel or a widget goes wrong.
+ERROR_SIGNS = (".jp-Dialog", ".Toastify__toast--error", ".Toastify__toast--warning",
+               ".jp-OutputArea-output:has-text('Error displaying widget')")
+
+
+# ------------------------------------------------------------------------ driving the page
+
+
+def menu(page: Page, *path: str) -> None:
+    """Click through the main menu, e.g. ``menu(page, "File", "Close All Tabs")``."""
+    page.locator("#jp-menu-panel").get_by_role("menuitem", name=path[0], exact=True).click()
+    for label in path[1:]:
+        page.locator(".lm-Menu").get_by_role("menuitem", name=label, exact=True).click()
+
+
+def open_notebook(page: Page, path: str) -> None:
+    """File > Open from Path… (the tab becomes the current one; its kernel starts)."""
+    menu(page, "File", "Open from Path…")
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("input").fill(path)
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+    expect(dialog).to_have_count(0)
+    expect(tab(page, Path(path).name)).to_have_class(CURRENT)
+
+
+def tab(page: Page, name: str) -> Locator:
+    return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
+
+
+def notebook_panel(page: Page, name: str) -> Locator:
+    """Make the notebook's tab current, wait until its kernel is idle, return its panel."""
+    tab(page, name).click()
+    expect(tab(page, name)).to_have_class(CURRENT)
+    expect(page.locator("#jp-main-statusbar").get_by_text(
+        "Python 3 (ipykernel) | Idle", exact=True)).to_be_visible(timeout=KERNEL_TIMEOUT)
+    return page.locator(f"#{tab(page, name).get_attribute('data-id')}")
+
+
+def assert_no_error_shown(page: Page, where: str) -> None:
+    for sign in ERROR_SIGNS:
+        shown = page.locator(sign)
+        assert shown.count() == 0, f"{where}: JupyterLab shows {sign}: {shown.all_inner_texts()}"
+    assert not page.page_errors, f"{where}: uncaught errors in the page: {page.page_errors}"
+
+
+def close_everything(page: Page, server) -> None:
+    """Close every tab without saving, then shut down every kernel."""
+    menu(page, "File", "Close All Tabs")
+    discard = page.locator(".jp-Dialog .jp-Dialog-button", has_text="Discard")
+    while True:  # one "save your changes?" dialog per modified notebook
+        try:
+            discard.click(timeout=1000)
+        except Exception:  # noqa: BLE001 - no dialog left
+            break
+    for session in server.api("GET", "sessions"):
+        server.api("DELETE", f"sessions/{session['id']}")
+
+
+# ------------------------------------------------------------------------------- the tests
+
+
+def test_every_notebook_opens_and_its_kernel_starts(page, lab_server):
+    for name in NOTEBOOKS:  # all at once: their kernels start side by side
+        open_notebook(page, f"notebooks/{name}")
+    for name in NOTEBOOKS:
+        panel = notebook_panel(page, name)
+        cells = json.loads((REPO / "notebooks" / name).read_text())["cells"]
+        expect(panel.locator(".jp-Notebook .jp-Cell")).to_have_count(len(cells), timeout=30_000)
+        assert_no_error_shown(page, name)
+    sessions = {s["path"]: s["kernel"]["execution_state"] for s in lab_server.api("GET",
+                                                                                   "sessions")}
+    assert sessions == {f"notebooks/{name}": "idle" for name in NOTEBOOKS}
+    close_everything(page, lab_server)
+    assert lab_server.api("GET", "kernels") == []
+
+
+def test_notebook_00_runs_top_to_bottom(page, lab_server):
+    name = "00_start_here.ipynb"
+    open_notebook(page, f"notebooks/{name}")
+    panel = notebook_panel(page, name)
+    prompts = panel.locator(".jp-CodeCell .jp-InputPrompt")
+    code_cells = sum(cell["cell_type"] == "code" for cell in json.loads(
+        (REPO / "notebooks" / name).read_text())["cells"])
+    menu(page, "Edit", "Clear Outputs of All Cells")  # so every output below is this run's
+    expect(panel.locator(".jp-OutputArea-output")).to_have_count(0)
+    menu(page, "Kernel", "Restart Kernel and Run All Cells…")
+    page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept", has_text="Restart").click()
+    # Done when the last cell has its number, or when a cell failed (the rest never run).
+    page.wait_for_function(
+        """([panel, stderr]) => {
+            const p = [...document.querySelectorAll(`#${panel} .jp-CodeCell .jp-InputPrompt`)]
+                .map(e => e.textContent.trim());
+            return !p.some(t => t.includes('*')) && (/\\[\\d+\\]/.test(p[p.length - 1])
+                || document.querySelector(`#${panel} ${stderr}`) !== null);
+        }""", arg=[panel.get_attribute("id"), STDERR], timeout=180_000)
+    errors = panel.locator(STDERR)
+    assert errors.count() == 0, f"{name} printed errors: {errors.all_inner_texts()}"
+    expect(prompts).to_have_text([f"[{n}]:" for n in range(1, code_cells + 1)])
+    assert_no_error_shown(page, name)
+    close_everything(page, lab_server)
+
+
+# ------------------------------------------------------------------------------- the lab
+
+
+class _Text(html.parser.HTMLParser):
+    """The text a browser shows for simple HTML: cells and blocks apart, inline runs joined."""
+
+    BLOCKS = {"td", "th", "tr", "p", "div", "br", "table", "li"}
+
+    def __init__(self):
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.parts.append(" " if tag in self.BLOCKS else "")
+
+    def handle_endtag(self, tag):
+        self.parts.append(" " if tag in self.BLOCKS else "")
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+def html_text(markup: str) -> str:
+    parser = _Text()
+    parser.feed(markup)
+    return squeeze("".join(parser.parts))
+
+
+def widget_text(widget) -> str:
+    """What the page shows for an HTML or an Output widget, from Python's side."""
+    if hasattr(widget, "outputs"):
+        texts = []
+        for output in widget.outputs:
+            data = output.get("data", {})
+            if "text/html" in data:
+                texts.append(html_text(data["text/html"]))
+            elif "text/plain" in data and not any(k.startswith("image/") for k in data):
+                texts.append(squeeze(data["text/plain"]))
+            elif "text" in output:
+                texts.append(squeeze(output["text"]))
+        return " ".join(texts)
+    return html_text(widget.value)
+
+
+def lab_parts(lab) -> tuple[dict, dict]:
+    """The lab's controls and the views that show its result, by name. Every one carries the
+    CSS class ``gradient-lab-<name>`` on the page."""
+    if not hasattr(lab, "controls"):  # the lab before issue 13 part 2: three controls
+        return ({"clip": lab.clip, "loss": lab.loss, "mode": lab.mode},
+                {"summary": lab.summary, "table": lab.view})
+    controls = dict(lab.controls)
+    views, stack = {}, [lab.widget]
+    while stack:
+        widget = stack.pop()
+        stack.extend(getattr(widget, "children", ()))
+        for css in getattr(widget, "_dom_classes", ()):
+            name = css.removeprefix("gradient-lab-")
+            if css.startswith("gradient-lab-") and name not in controls:
+                views[name] = widget
+    return controls, views
+
+
+def moves(control) -> list[tuple[str, object]]:
+    """Each change the page can make to this control, as (what to do on the page, the value
+    the control then holds); the first moves away from the current value."""
+    kind = type(control).__name__
+    if kind in ("Dropdown", "ToggleButtons", "RadioButtons"):
+        labels, index = control._options_labels, control.index
+        return [(("choose", labels[i]), control._options_values[i])
+                for i in [*range(index + 1, len(labels)), *range(index)]]
+    if kind == "SelectionSlider":
+        values, index = control._options_values, control.index
+        return [(("key", key), values[index + step]) for key, step in
+                (("ArrowRight", 1), ("ArrowLeft", -1)) if 0 <= index + step < len(values)]
+    if kind in ("IntSlider", "FloatSlider"):
+        value, step = control.value, control.step
+        return [(("key", key), value + sign * step) for key, sign in
+                (("ArrowRight", 1), ("ArrowLeft", -1))
+                if control.min <= value + sign * step <= control.max]
+    if kind in ("Checkbox", "ToggleButton"):
+        return [(("click", None), not control.value)]
+    raise NotImplementedError(f"the browser test cannot drive a {kind} yet: add it to moves()")
+
+
+def part_on_page(panel: Locator, name: str, widget) -> Locator:
+    """The element showing this part of the lab: by its CSS class ``gradient-lab-<name>``."""
+    if f"gradient-lab-{name}" in widget._dom_classes:
+        return panel.locator(f".gradient-lab-{name}")
+    # The lab before issue 13 part 2 had no classes: its controls by their label, its one
+    # HTML widget (the summary) and its one Output widget (the table).
+    if name in ("summary", "table"):
+        return panel.locator({"summary": ".widget-html", "table": ".widget-output"}[name])
+    return panel.locator(f":is(.widget-dropdown, .widget-toggle-buttons)"
+                         f":has(> label:text-is({json.dumps(widget.description)}))")
+
+
+def act(control_on_page: Locator, kind: str, action: tuple[str, object]) -> None:
+    """Do it on the page, as a learner would."""
+    how, what = action
+    if how == "choose" and kind == "Dropdown":
+        control_on_page.locator("select").select_option(value=str(what))
+    elif how == "choose":
+        role = "radio" if kind == "RadioButtons" else "button"
+        control_on_page.get_by_role(role, name=str(what), exact=True).click()
+    elif how == "key":
+        control_on_page.locator(".noUi-handle").press(str(what))
+    else:
+        control_on_page.locator("input, button").first.click()
+
+
+def test_the_lab_answers_its_controls(page, lab_server):
+    from helpers.widgets import GradientLab
+
+    lab_server.api("PUT", f"contents/{LAB_NOTEBOOK}",
+                   {"type": "notebook", "format": "json", "content": LAB_NOTEBOOK_CONTENT})
+    open_notebook(page, LAB_NOTEBOOK)
+    panel = notebook_panel(page, LAB_NOTEBOOK)
+    first, barrier = panel.locator(".jp-Cell").nth(0), panel.locator(".jp-Cell").nth(1)
+    first.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Shift+Enter")
+
+    lab = GradientLab()  # the same setting, in this process: what the page must show
+    controls, views = lab_parts(lab)
+    assert {"summary", "table"} <= set(views), views
+    on_page = {name: part_on_page(panel, name, widget)
+               for name, widget in [*controls.items(), *views.items()]}
+
+    executed = 1
+
+    def settle() -> None:
+        nonlocal executed
+        executed += 1
+        barrier.locator(".jp-InputPrompt").click()
+        page.keyboard.press("Control+Enter")
+        expect(barrier.locator(".jp-InputPrompt")).to_have_text(f"[{executed}]:",
+                                                               timeout=KERNEL_TIMEOUT)
+
+    def check(after: str) -> None:
+        expected = {name: widget_text(widget) for name, widget in views.items()}
+        deadline = time.monotonic() + 5  # the kernel has answered; the redraw is immediate
+        while True:
+            shown = {name: squeeze(on_page[name].inner_text()) for name in views}
+            if shown == expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        for name in views:
+            assert shown[name] == expected[name], (
+                f"after {after}, the lab's {name} on the page is\n  {shown[name]!r}\n"
+                f"but Python computes for the same setting\n  {expected[name]!r}")
+
+    expect(on_page["summary"]).to_be_visible(timeout=KERNEL_TIMEOUT)
+    settle()
+    check("creating the lab")
+    # Every control once. A control that is disabled for the current setting (a knob the
+    # loss does not take) waits until a later change enables it; if none does, the changes
+    # made so far are undone, the latest first, until one does.
+    todo, done = list(controls), []  # done: (name, value before the change)
+    while todo:
+        enabled = [name for name in todo if not controls[name].disabled]
+        if enabled:
+            name = enabled[0]
+            todo.remove(name)
+            action, value = moves(controls[name])[0]
+            done.append((name, controls[name].value))
+        else:
+            assert done, f"{todo}: disabled, and no change of another control enables them"
+            name, before = done.pop()
+            action, value = next(m for m in moves(controls[name]) if m[1] == before)
+        control = controls[name]
+        act(on_page[name], type(control).__name__, action)
+        control.value = value
+        settle()
+        check(f"{name}: {action[0]} {action[1]!r}")
+    assert_no_error_shown(page, "the lab")
+    close_everything(page, lab_server)
