@@ -321,7 +321,7 @@ def test_the_lab_answers_its_controls(page, lab_server):
             action, value = next(m for m in moves(controls[name]) if m[1] == before)
         control = controls[name]
         act(on_page[name], type(control).__name__, action)
-        control.value = value
+        control.value = value  # Python recomputes here while the kernel does the same
         settle()
         check(f"{name}: {action[0]} {action[1]!r}")
     assert_no_error_shown(page, "the lab")
