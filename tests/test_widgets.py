@@ -16,18 +16,19 @@ def lab(model):
 
 
 def test_lab_starts_on_the_seed_failure(lab):
-    assert (lab.clip.value, lab.loss.value, lab.mode.value) == (
-        "silent", "per-frame (seed)", "eager")
+    values = {name: control.value for name, control in lab.controls.items()}
+    assert values == {"clip": "silent", "loss": "per-frame (seed)", "else_scale": "off",
+                      "silence_weight": "1", "mode": "eager", "policy": "None"}
     assert lab.result.report.all("none")
     assert "5 none" in lab.summary.value
 
 
 def test_setting_a_widget_recomputes_and_redraws(lab):
-    lab.clip.value = "silent"
-    lab.loss.value = "per-frame (seed)"
-    lab.mode.value = "tf.function"
+    lab.controls["clip"].value = "silent"
+    lab.controls["loss"].value = "per-frame (seed)"
+    lab.controls["mode"].value = "tf.function"
     assert lab.result.mode == "tf.function" and lab.result.report.all("zero")
-    lab.loss.value = "masked"
+    lab.controls["loss"].value = "masked"
     assert lab.result.loss_name == "masked" and lab.result.report.all("ok")
     outputs = lab.view.outputs
     assert len(outputs) == 2  # the table and the plot, once each (the old view was cleared)
@@ -36,7 +37,7 @@ def test_setting_a_widget_recomputes_and_redraws(lab):
 
 
 def test_the_hack_reconnects_every_gradient_on_silence(model):
-    result = lab_result("silent", "per-frame + 1e-10 hack", "eager", model)
+    result = lab_result("silent", "per-frame (seed)", "eager", model, else_scale="1e-10")
     assert result.report.all("ok")
 
 
@@ -46,9 +47,10 @@ def test_all_losses_give_gradients_on_clips_with_speech(model, clip):
         assert lab_result(clip, loss_name, "eager", model).report.all("ok")
 
 
-def test_plain_text_view_is_one_stable_line(lab):
+def test_plain_text_view_is_the_summary_and_the_adam_panel(lab):
     bundle = lab._repr_mimebundle_()
     assert bundle["text/plain"].startswith("Gradient lab, showing clip=")
+    assert bundle["text/plain"] == lab.text()
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
