@@ -385,7 +385,8 @@ class GradientLab:
                      clips=self.examples, losses=self.losses)  # bad values: a clear error
         self._graphs: dict[tuple, Callable] = {}
         self._grads: dict[tuple, tuple[float, list]] = {}
-        self._results: dict[LabSetting, tuple[LabResult, str, bytes]] = {}
+        self._results: dict[LabSetting, LabResult] = {}
+        self._pictures: dict[tuple, tuple[str, bytes]] = {}
         self._adam: tuple[TrainingState, float, str] | None = None
 
         self.controls: dict[str, widgets.Widget] = {
@@ -432,10 +433,9 @@ class GradientLab:
 
     def result_for(self, clip: str, loss: str, mode: str = "eager", policy: str = "None",
                    else_scale: str = "off", silence_weight: str = "1") -> LabResult:
-        """The result of any setting (cached), without moving the controls."""
-        setting = make_setting(clip, loss, mode, policy, else_scale, silence_weight,
-                               clips=self.examples, losses=self.losses)
-        return self._render(setting)[0]
+        """The result of any setting (cached), without moving the controls or drawing."""
+        return self._result(make_setting(clip, loss, mode, policy, else_scale, silence_weight,
+                                         clips=self.examples, losses=self.losses))
 
     def tracing_count(self) -> int:
         """How many times the lab's ``tf.function``s have traced, all together."""
@@ -449,7 +449,8 @@ class GradientLab:
         setting = self.setting()
         for knob in KNOBS:  # a slider the loss does not take is greyed out
             self.controls[knob].disabled = getattr(setting, knob) is None
-        self.result, table_html, png = self._render(setting)
+        self.result = self._result(setting)
+        table_html, png = self._picture(self.result.report)
         self.summary.value = f"<b>{html.escape(self.result.describe())}</b>"
         self.adam_panel.value = html.escape(self.result.adam.describe())
         self.view.outputs = ()
@@ -457,19 +458,26 @@ class GradientLab:
         self.view.append_display_data(Image(data=png, format="png"))
         return self.result
 
-    def _render(self, setting: LabSetting) -> tuple[LabResult, str, bytes]:
+    def _result(self, setting: LabSetting) -> LabResult:
         if setting not in self._results:
             loss, grads = self._loss_and_grads(setting)
             variables = self.model.trainable_variables
             grads = apply_policy(grads, variables, setting.policy)
-            report = gradient_report(grads, variables)
-            result = LabResult(setting, loss, report, self._adam_step(grads, setting.policy))
+            self._results[setting] = LabResult(setting, loss, gradient_report(grads, variables),
+                                               self._adam_step(grads, setting.policy))
+        return self._results[setting]
+
+    def _picture(self, report: GradientReport) -> tuple[str, bytes]:
+        """The report's table (HTML) and plot (PNG), drawn once per distinct report: the
+        plot takes longer than an eager gradient."""
+        key = tuple((r.name, r.status, r.norm) for r in report)
+        if key not in self._pictures:
             figure = plot_gradient_norms(report, title=report.summary())
             buffer = io.BytesIO()
             figure.savefig(buffer, format="png", dpi=80)
             plt.close(figure)
-            self._results[setting] = (result, report._repr_html_(), buffer.getvalue())
-        return self._results[setting]
+            self._pictures[key] = (report._repr_html_(), buffer.getvalue())
+        return self._pictures[key]
 
     def _loss_and_grads(self, setting: LabSetting) -> tuple[float, list]:
         """The tape's gradients for a setting (before the policy), cached. Inside
