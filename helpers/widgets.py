@@ -571,21 +571,8 @@ def _assign(variables: list, values: list[np.ndarray]) -> None:
         variable.assign(value)
 
 
-def lab_table(clip: str, step_model: keras.Model) -> list[LabResult]:
-    """Every loss in every mode for one clip: the lab's static view."""
-    return [lab_result(clip, loss_name, mode, step_model)
-            for loss_name in LAB_LOSSES for mode in MODES]
-
-
-def print_lab_table(results: list[LabResult]) -> None:
-    """One line per setting: loss, mode, loss value and the report's summary."""
-    print(f"{'loss':24s} {'mode':12s} {'loss value':>11s}   gradients")
-    for r in results:
-        print(f"{r.loss_name:24s} {r.mode:12s} {sig(r.loss):>11s}   {r.report.summary()}")
-
-
 __all__ = ["GradientLab", "LabResult", "LabSetting", "AdamStep", "lab_model", "lab_result",
            "lab_examples", "check_losses", "check_model", "loss_knobs", "make_setting",
-           "apply_policy", "lab_table", "print_lab_table", "LAB_CLIPS", "LAB_LOSSES", "MODES",
+           "apply_policy", "LAB_CLIPS", "LAB_LOSSES", "MODES",
            "ELSE_SCALES", "SILENCE_WEIGHTS", "POLICIES", "KNOBS", "CONTROL_NAMES",
            "ADAM_LEARNING_RATE", "ADAM_WARMUP_STEPS"]
