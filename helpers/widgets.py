@@ -421,6 +421,7 @@ class GradientLab:
             c["mode"], c["policy"], self.summary, self.adam_panel, self.view])
         self.widget.add_class("gradient-lab")
         self.result: LabResult | None = None
+        self.error: str | None = None  # what went wrong in the last change, if anything
         self.update()
 
     # -- the setting and its result
@@ -442,14 +443,22 @@ class GradientLab:
         return sum(fn.experimental_get_tracing_count() for fn in self._graphs.values())
 
     def _on_change(self, _change) -> None:
-        self.update()
+        # A callback's exception would only reach JupyterLab's log console: show it in the
+        # lab instead (a learner's loss may fail on one of the clips).
+        try:
+            self.update()
+        except Exception as error:  # noqa: BLE001 - shown to the learner, not hidden
+            self.error = f"{self.setting().describe()}: {type(error).__name__}: {error}"
+            self.summary.value = f"<b>{html.escape(self.error)}</b>"
+            self.adam_panel.value = ""
+            self.view.outputs = ()
 
     def update(self) -> LabResult:
         """Recompute (or take from the cache) for the current controls and redraw."""
         setting = self.setting()
         for knob in KNOBS:  # a slider the loss does not take is greyed out
             self.controls[knob].disabled = getattr(setting, knob) is None
-        self.result = self._result(setting)
+        self.result, self.error = self._result(setting), None
         table_html, png = self._picture(self.result.report)
         self.summary.value = f"<b>{html.escape(self.result.describe())}</b>"
         self.adam_panel.value = html.escape(self.result.adam.describe())

@@ -237,6 +237,24 @@ def test_the_learners_model_losses_and_clips(own_clips):
     assert mean_abs_change(before, model) == 0.0
 
 
+def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_clips):
+    def only_short(reference, estimate, labels):
+        if labels.num_frames > 9:
+            raise ValueError("this loss takes 9 frames at most")
+        return mse(reference, estimate, labels)
+
+    lab = GradientLab(make_denoiser(seed=0), losses={"mse": mse, "short": only_short},
+                      clips=own_clips)
+    lab.controls["loss"].value = "short"  # on the pause: 9 frames, fine
+    assert lab.error is None and lab.result.loss_name == "short"
+    lab.controls["clip"].value = "word"
+    assert lab.error == ("clip=word, loss=short, mode=eager, policy=None: ValueError: this "
+                         "loss takes 9 frames at most")
+    assert html.escape(lab.error) in lab.summary.value and lab.view.outputs == ()
+    lab.controls["loss"].value = "mse"
+    assert lab.error is None and "clip=word, loss=mse" in lab.summary.value
+
+
 # ----------------------------------------------------------------------------- caching
 
 
