@@ -37,6 +37,7 @@ import io
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import ipywidgets as widgets
@@ -338,6 +339,20 @@ def _bind(model: keras.Model, example: Example, loss_fn: Callable,
     return compute
 
 
+def _bind_knobs(model: keras.Model, example: Example, loss_fn: Callable,
+                fixed: dict[str, Any]) -> Callable[..., tuple[tf.Tensor, list]]:
+    def compute(**knobs):
+        return _loss_and_grads(model, example, loss_fn, {**fixed, **knobs})
+    return compute
+
+
+def _tensor_knobs(loss_fn: Callable) -> tuple[str, ...]:
+    """Knobs ``loss_fn`` can take as a tensor inside ``tf.function`` (no Python decision on
+    their value): the seed's loss multiplies by ``else_scale``, whatever it is."""
+    base = loss_fn.func if isinstance(loss_fn, partial) else loss_fn
+    return ("else_scale",) if base is cond_loop_voicing_loss else ()
+
+
 # ---------------------------------------------------------------------------- the widget
 
 
@@ -490,17 +505,26 @@ class GradientLab:
 
     def _loss_and_grads(self, setting: LabSetting) -> tuple[float, list]:
         """The tape's gradients for a setting (before the policy), cached. Inside
-        ``tf.function`` one trace per clip, loss and knob values: mode and policy changes
-        reuse it."""
+        ``tf.function``, one trace per clip, loss and knob value, except that the seed's
+        loss takes the hack's scale as a tensor: one trace for every scale but ``off``.
+        Mode and policy changes reuse a trace."""
         kwargs = setting.loss_kwargs()
         key = (setting.clip, setting.loss, tuple(sorted(kwargs.items())), setting.mode)
         if key not in self._grads:
-            compute = _bind(self.model, self.examples[setting.clip],
-                            self.losses[setting.loss], kwargs)
-            if setting.mode == "tf.function":
-                compute = self._graphs.setdefault(key[:3], tf.function(compute,
-                                                                       autograph=False))
-            loss, grads = compute()
+            example, loss_fn = self.examples[setting.clip], self.losses[setting.loss]
+            if setting.mode == "eager":
+                loss, grads = _bind(self.model, example, loss_fn, kwargs)()
+            else:
+                tensors = {k: v for k, v in kwargs.items()
+                           if k in _tensor_knobs(loss_fn) and v is not None}
+                fixed = {k: v for k, v in kwargs.items() if k not in tensors}
+                graph_key = (setting.clip, setting.loss, tuple(sorted(fixed.items())),
+                             tuple(sorted(tensors)))
+                if graph_key not in self._graphs:
+                    self._graphs[graph_key] = tf.function(
+                        _bind_knobs(self.model, example, loss_fn, fixed), autograph=False)
+                loss, grads = self._graphs[graph_key](
+                    **{k: tf.constant(v, tf.float32) for k, v in tensors.items()})
             self._grads[key] = (float(loss), list(grads))
         return self._grads[key]
 

@@ -264,13 +264,17 @@ def test_a_change_that_needs_no_trace_does_not_retrace():
                       clip="voiced", loss="masked", mode="tf.function")
     assert lab.tracing_count() == 1
     first = lab.result
-    for name, value in (("policy", "zeros"), ("policy", "skip"), ("mode", "eager"),
-                        ("mode", "tf.function"), ("else_scale", "1e-10"),  # masked: n/a
-                        ("clip", "silent"), ("clip", "voiced"), ("policy", "None")):
+    for name, value, traces in (
+            ("policy", "zeros", 0), ("policy", "skip", 0), ("mode", "eager", 0),
+            ("mode", "tf.function", 0), ("else_scale", "1e-10", 0),  # masked: not its knob
+            ("clip", "silent", 1), ("clip", "voiced", 0), ("policy", "None", 0),
+            ("silence_weight", "0", 1),  # a Python number in the masked loss: a new trace
+            ("silence_weight", "1", 0), ("loss", "per-frame (seed)", 1),
+            ("else_scale", "1e-4", 0), ("else_scale", "1", 0),  # a tensor: the same trace
+            ("else_scale", "off", 1), ("else_scale", "1e-10", 0), ("loss", "masked", 0)):
         traced = lab.tracing_count()
         lab.controls[name].value = value
-        needs_trace = name == "clip" and value == "silent"
-        assert lab.tracing_count() == traced + needs_trace, (name, value)
+        assert lab.tracing_count() == traced + traces, (name, value)
     assert lab.result is first  # the same setting again: taken from the cache
 
 
