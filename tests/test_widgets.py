@@ -1,8 +1,38 @@
-"""The gradient lab, driven without a browser: set the widgets, read the result."""
+"""The gradient lab, driven without a browser: set the widgets, read the result; and the lab
+06 stores, whose widget state must say what its text fallback says."""
 
+import html
+import json
+import re
+from pathlib import Path
+
+import ipywidgets as widgets
+import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
-from helpers.widgets import LAB_CLIPS, GradientLab, lab_model, lab_result
+from helpers.dataset import Example, excerpt, load_clip
+from helpers.denoiser import enhance, make_denoiser
+from helpers.labels import FrameLabels, LabelError
+from helpers.training import TrainingState, mean_abs_change, snapshot
+from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
+from helpers.widgets import (
+    ADAM_LEARNING_RATE,
+    ADAM_WARMUP_STEPS,
+    CONTROL_NAMES,
+    ELSE_SCALES,
+    LAB_CLIPS,
+    SILENCE_WEIGHTS,
+    GradientLab,
+    lab_examples,
+    lab_model,
+    lab_result,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 @pytest.fixture(scope="module")
@@ -15,41 +45,295 @@ def lab(model):
     return GradientLab(model)
 
 
+@pytest.fixture(autouse=True)
+def no_plots(request, monkeypatch):
+    """Drawing the plot takes longer than an eager gradient; one test checks it is drawn,
+    the others check what the controls compute, with a stand-in for the picture."""
+    if request.node.name != "test_setting_a_widget_recomputes_and_redraws":
+        monkeypatch.setattr(GradientLab, "_picture",
+                            lambda self, report: (report._repr_html_(), b"not drawn"))
+
+
+def set_controls(lab, **values):
+    for name, value in values.items():
+        lab.controls[name].value = value
+    return lab.result
+
+
+# ------------------------------------------------------------------- controls and the page
+
+
 def test_lab_starts_on_the_seed_failure(lab):
-    assert (lab.clip.value, lab.loss.value, lab.mode.value) == (
-        "silent", "per-frame (seed)", "eager")
+    values = {name: control.value for name, control in lab.controls.items()}
+    assert values == {"clip": "silent", "loss": "per-frame (seed)", "else_scale": "off",
+                      "silence_weight": "1", "mode": "eager", "policy": "None"}
     assert lab.result.report.all("none")
+    assert lab.result.adam.outcome == "raises" and "No gradients" in lab.result.adam.message
     assert "5 none" in lab.summary.value
 
 
+def test_every_control_has_a_name_a_description_and_a_css_class(lab):
+    assert tuple(lab.controls) == CONTROL_NAMES
+    for name, control in lab.controls.items():
+        assert control.description == name
+        assert f"gradient-lab-{name}" in control._dom_classes
+    for element, name in ((lab.summary, "summary"), (lab.view, "table"),
+                          (lab.adam_panel, "adam")):
+        assert f"gradient-lab-{name}" in element._dom_classes
+    shown = {w.model_id for w in _descendants(lab.widget)}
+    assert {c.model_id for c in (*lab.controls.values(), lab.summary, lab.view,
+                                 lab.adam_panel)} <= shown
+
+
+def _descendants(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _descendants(child)
+
+
 def test_setting_a_widget_recomputes_and_redraws(lab):
-    lab.clip.value = "silent"
-    lab.loss.value = "per-frame (seed)"
-    lab.mode.value = "tf.function"
-    assert lab.result.mode == "tf.function" and lab.result.report.all("zero")
-    lab.loss.value = "masked"
-    assert lab.result.loss_name == "masked" and lab.result.report.all("ok")
+    result = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="None")
+    assert result.loss_name == "masked" and result.report.all("ok")
     outputs = lab.view.outputs
     assert len(outputs) == 2  # the table and the plot, once each (the old view was cleared)
     assert "text/html" in outputs[0]["data"] and "image/png" in outputs[1]["data"]
-    assert "masked" in lab.summary.value
+    rows = re.findall(r"<tr><td style='text-align:left'><code>([^<]+)</code>",
+                      outputs[0]["data"]["text/html"])
+    assert rows == [v.path for v in lab.model.trainable_variables]
+    assert lab.summary.value == f"<b>{html.escape(result.describe())}</b>"
+    assert lab.adam_panel.value == html.escape(result.adam.describe())
 
 
-def test_the_hack_reconnects_every_gradient_on_silence(model):
-    result = lab_result("silent", "per-frame + 1e-10 hack", "eager", model)
-    assert result.report.all("ok")
+def test_the_summary_line_is_a_function_of_the_setting_alone(model, lab):
+    """A test in the browser computes the expected line in Python: ``lab_result`` on the
+    same model, with the same setting, gives the line the lab whose controls moved shows."""
+    setting = {"clip": "voiced", "loss": "per-frame (seed)", "else_scale": "1e-10",
+               "mode": "eager", "policy": "zeros"}
+    before = snapshot(model)
+    shown = set_controls(lab, **setting).describe()
+    assert shown.startswith("clip=voiced, loss=per-frame (seed), else_scale=1e-10, "
+                            "mode=eager, policy=zeros: loss ")
+    assert lab_result("voiced", "per-frame (seed)", "eager", model, policy="zeros",
+                      else_scale="1e-10").describe() == shown
+    assert lab.result_for(**setting) is lab.result
+    assert mean_abs_change(before, model) == 0.0  # the Adam panel puts the weights back
 
 
-@pytest.mark.parametrize("clip", [c for c in LAB_CLIPS if c != "silent"])
-def test_all_losses_give_gradients_on_clips_with_speech(model, clip):
-    for loss_name in ("per-frame (seed)", "masked"):
-        assert lab_result(clip, loss_name, "eager", model).report.all("ok")
+# ----------------------------------------------------------------------- the new controls
 
 
-def test_plain_text_view_is_one_stable_line(lab):
-    bundle = lab._repr_mimebundle_()
-    assert bundle["text/plain"].startswith("Gradient lab, showing clip=")
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+def test_the_hack_scale_slider_is_log_spaced_with_off(lab):
+    slider = lab.controls["else_scale"]
+    assert isinstance(slider, widgets.SelectionSlider)
+    assert list(slider.options) == list(ELSE_SCALES) and slider.options[0] == "off"
+    scales = [ELSE_SCALES[o] for o in slider.options[1:]]
+    assert scales[0] == 1e-12 and scales[-1] == 1.0 and 1e-10 in scales
+    assert np.allclose(np.diff(np.log10(scales)), 2.0)
+
+
+def test_the_hack_scale_turns_none_into_gradients_on_silence(lab):
+    assert set_controls(lab, clip="silent", loss="per-frame (seed)", mode="eager",
+                        policy="None", else_scale="off").report.all("none")
+    tiny = set_controls(lab, else_scale="1e-10")
+    assert tiny.report.all("ok") and "else_scale=1e-10" in tiny.describe()
+    large = set_controls(lab, else_scale="1")
+    assert large.report.largest_norm() > 1e6 * tiny.report.largest_norm()
+    assert not lab.controls["else_scale"].disabled and lab.controls["silence_weight"].disabled
+
+
+def test_the_silence_weight_slider_sets_the_masked_loss_term(lab):
+    slider = lab.controls["silence_weight"]
+    assert isinstance(slider, widgets.SelectionSlider)
+    assert list(slider.options) == list(SILENCE_WEIGHTS)
+    off = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="None",
+                       silence_weight="0")
+    assert off.report.all("zero")  # no term on silent frames: zeros, even eagerly
+    one, ten = set_controls(lab, silence_weight="1"), set_controls(lab, silence_weight="10")
+    assert one.report.all("ok") and ten.loss > one.loss > off.loss
+    assert "silence_weight=10" in ten.describe() and "else_scale" not in ten.describe()
+    assert lab.controls["else_scale"].disabled and not slider.disabled
+
+
+def test_the_policy_none_zeros_skip(lab):
+    base = {"clip": "silent", "loss": "per-frame (seed)", "else_scale": "off",
+            "mode": "eager"}
+    none = set_controls(lab, **base, policy="None")
+    zeros = set_controls(lab, policy="zeros")
+    skip = set_controls(lab, policy="skip")
+    assert none.report.all("none") and none.adam.outcome == "raises"
+    assert zeros.report.all("zero") and zeros.adam.outcome == "step"
+    assert skip.report.all("none") and skip.adam.outcome == "skipped"
+    assert skip.adam.fraction == 0.0 and "0% of a voiced step" in skip.adam.describe()
+    voiced = set_controls(lab, clip="voiced")  # skip only skips when nothing is non-zero
+    assert voiced.adam.outcome == "step" and voiced.adam.fraction > 0
+
+
+def test_the_adam_panel_is_notebook_04s_experiment(model, lab):
+    """Adam's step on zero gradients after voiced steps, as a fraction of a voiced step,
+    computed again here by hand: Adam takes the steps on the voiced clip with the masked
+    loss, then one more step on zeros and, from the same state, one on the voiced clip."""
+    shown = lab.result_for("silent", "per-frame (seed)", policy="zeros").adam
+    example = lab_examples({"voiced": LAB_CLIPS["voiced"]})["voiced"]
+    variables = model.trainable_variables
+    original = snapshot(model)
+
+    def voiced_grads():
+        with tf.GradientTape() as tape:
+            loss = masked_voicing_loss(example.reference,
+                                       enhance(model, example.noisy), example.labels)
+        return tape.gradient(loss, variables)
+
+    optimizer = keras.optimizers.Adam(learning_rate=ADAM_LEARNING_RATE)
+    try:
+        for _ in range(ADAM_WARMUP_STEPS):
+            optimizer.apply_gradients(zip(voiced_grads(), variables))
+        state = TrainingState(model, optimizer)
+        voiced = state.trial_step(voiced_grads())
+        zeros = state.trial_step([tf.zeros_like(v) for v in variables])
+    finally:
+        for v, value in zip(variables, original):
+            v.assign(value)
+    assert shown.outcome == "step" and shown.fraction == pytest.approx(zeros / voiced, rel=1e-3)
+    assert 0.5 < shown.fraction < 1.0  # momentum: most of a step, on a clip that asked none
+    assert f"{shown.fraction:.0%} as far as a voiced step" in shown.describe()
+
+
+# --------------------------------------------------------------- the learner's own pieces
+
+
+def mse(reference, estimate, labels):
+    return tf.reduce_mean(tf.square(estimate - reference))
+
+
+def weighted_mse(reference, estimate, labels, silence_weight=1.0):  # takes one knob
+    return (1.0 + silence_weight) * mse(reference, estimate, labels)
+
+
+@pytest.fixture(scope="module")
+def own_clips():
+    real = load_clip("arctic_a0009")
+    pause_audio, pause_labels = excerpt(real.clean, real.labels, 0, 9)
+    word = excerpt(real.clean, real.labels, 24, 40)
+    return {"pause": Example("pause", pause_audio + 0.01, pause_audio, pause_labels),
+            "word": word, "vowel": ("vowel_a", 10, 16)}
+
+
+def test_the_learners_model_losses_and_clips(own_clips):
+    model = make_denoiser(seed=0)
+    before = snapshot(model)
+    lab = GradientLab(model=model, losses={"mse": mse, "weighted": weighted_mse,
+                                           "seed": cond_loop_voicing_loss}, clips=own_clips)
+    assert list(lab.controls["clip"].options) == ["pause", "word", "vowel"]
+    assert list(lab.controls["loss"].options) == ["mse", "weighted", "seed"]
+    assert lab.result.setting.values() == {"clip": "pause", "loss": "mse", "mode": "eager",
+                                          "policy": "None"}
+    assert lab.result.report.all("ok") and len(lab.result.report) == 5
+    assert lab.controls["else_scale"].disabled and lab.controls["silence_weight"].disabled
+    weighted = set_controls(lab, loss="weighted", silence_weight="10")
+    assert not lab.controls["silence_weight"].disabled
+    assert weighted.loss == pytest.approx(11 * lab.result_for("pause", "mse").loss, rel=1e-5)
+    assert set_controls(lab, loss="seed").report.all("none")  # a silent pause
+    assert "on vowel (mse)" in lab.result.adam.describe()  # the most voiced clip, first loss
+    assert mean_abs_change(before, model) == 0.0
+
+
+def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_clips):
+    def only_short(reference, estimate, labels):
+        if labels.num_frames > 9:
+            raise ValueError("this loss takes 9 frames at most")
+        return mse(reference, estimate, labels)
+
+    lab = GradientLab(make_denoiser(seed=0), losses={"mse": mse, "short": only_short},
+                      clips=own_clips)
+    lab.controls["loss"].value = "short"  # on the pause: 9 frames, fine
+    assert lab.error is None and lab.result.loss_name == "short"
+    lab.controls["clip"].value = "word"
+    assert lab.error == ("clip=word, loss=short, mode=eager, policy=None: ValueError: this "
+                         "loss takes 9 frames at most")
+    assert html.escape(lab.error) in lab.summary.value and lab.view.outputs == ()
+    lab.controls["loss"].value = "mse"
+    assert lab.error is None and "clip=word, loss=mse" in lab.summary.value
+
+
+# ----------------------------------------------------------------------------- caching
+
+
+def test_a_change_that_needs_no_trace_does_not_retrace():
+    # notebook 03's small waveform denoiser traces faster than the GRU's loop
+    lab = GradientLab(make_denoiser(seed=0), clips={c: LAB_CLIPS[c] for c in ("voiced", "silent")},
+                      clip="voiced", loss="masked", mode="tf.function")
+    assert lab.tracing_count() == 1
+    first = lab.result
+    for name, value, traces in (
+            ("policy", "zeros", 0), ("policy", "skip", 0), ("mode", "eager", 0),
+            ("mode", "tf.function", 0), ("else_scale", "1e-10", 0),  # masked: not its knob
+            ("clip", "silent", 1), ("clip", "voiced", 0), ("policy", "None", 0),
+            ("silence_weight", "0", 1),  # a Python number in the masked loss: a new trace
+            ("silence_weight", "1", 0), ("loss", "per-frame (seed)", 1),
+            ("else_scale", "1e-4", 0), ("else_scale", "1", 0),  # a tensor: the same trace
+            ("else_scale", "off", 1), ("else_scale", "1e-10", 0), ("loss", "masked", 0)):
+        traced = lab.tracing_count()
+        lab.controls[name].value = value
+        assert lab.tracing_count() == traced + traces, (name, value)
+    assert lab.result is first  # the same setting again: taken from the cache
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def two_args(reference, estimate):
+    return tf.constant(0.0)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"losses": {"mse": "mse"}}, TypeError, "loss 'mse' must be callable"),
+    ({"losses": {"mse": two_args}}, TypeError, "must take three arguments"),
+    ({"losses": {}}, TypeError, "losses must be a non-empty dict"),
+    ({"losses": [mse]}, TypeError, "losses must be a non-empty dict"),
+    ({"losses": {"": mse}}, TypeError, "non-empty string"),
+    ({"clips": {"x": (np.zeros((2, 2400), np.float32), None)}}, TypeError, "FrameLabels"),
+    ({"clips": {"x": "vowel_a"}}, TypeError, "clip 'x' must be"),
+    ({"clips": {}}, TypeError, "clips must be a non-empty dict"),
+    ({"model": "my model"}, TypeError, "expected a Keras model"),
+    ({"clip": "loud"}, ValueError, "clip must be one of"),
+    ({"mode": "graph"}, ValueError, "mode must be one of"),
+    ({"policy": "ignore"}, ValueError, "policy must be one of"),
+    ({"else_scale": "1e-3"}, ValueError, "else_scale must be one of"),
+    ({"silence_weight": 2}, ValueError, "silence_weight must be one of"),
+])
+def test_bad_input_is_refused_with_a_clear_error(model, kwargs, error, message):
+    kwargs = {"model": model, **kwargs}
+    with pytest.raises(error, match=message):
+        GradientLab(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def silent_labels():
+    return lab_examples({"silent": LAB_CLIPS["silent"]})["silent"].labels
+
+
+def test_a_clip_that_is_not_1d_float_audio_is_refused(model, silent_labels):
+    samples = (silent_labels.num_frames - 1) * silent_labels.hop_length
+    for audio, match in ((np.zeros((samples, 2), np.float32), "must have shape"),
+                         (np.zeros(samples, np.int16), "floating point"),
+                         (np.zeros(samples + 800, np.float32), "labels have")):
+        with pytest.raises((ValueError, LabelError), match=match):
+            GradientLab(model, clips={"mine": (audio, silent_labels)})
+    assert isinstance(silent_labels, FrameLabels)
+
+
+def test_a_lab_without_a_voiced_gradient_for_adam_says_so(model):
+    with pytest.raises(ValueError, match="warms Adam up with loss 'seed' on clip 'silent'"):
+        GradientLab(model, losses={"seed": cond_loop_voicing_loss},
+                    clips={"silent": LAB_CLIPS["silent"]})
+
+
+def test_a_loss_that_does_not_return_a_scalar_is_refused(model):
+    def per_sample(reference, estimate, labels):
+        return tf.square(estimate - reference)
+
+    with pytest.raises(ValueError, match="must return a float scalar"):
+        GradientLab(model, losses={"per-sample": per_sample})
 
 
 @pytest.mark.parametrize("args, message", [
@@ -60,3 +344,78 @@ def test_plain_text_view_is_one_stable_line(lab):
 def test_bad_choices_are_refused(model, args, message):
     with pytest.raises(ValueError, match=message):
         lab_result(*args, model)
+
+
+@pytest.mark.parametrize("clip", [c for c in LAB_CLIPS if c != "silent"])
+def test_all_losses_give_gradients_on_clips_with_speech(model, clip):
+    for loss_name in ("per-frame (seed)", "masked"):
+        assert lab_result(clip, loss_name, "eager", model).report.all("ok")
+
+
+# ------------------------------------------------- stored widget state and its text fallback
+
+
+def stored_lab_disagreements(notebook: dict) -> list[str]:
+    """For every lab a notebook displays, where its stored widget state (what JupyterLab
+    shows) and its stored text fallback (what a static view and nbval show) disagree: the
+    summary line, the Adam panel, and each control named in the summary."""
+    state = notebook["metadata"].get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    problems, labs = [], 0
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            text = "".join(data.get("text/plain", ""))
+            if WIDGET_VIEW not in data or not text.startswith("Gradient lab, showing "):
+                continue
+            labs += 1
+            root = data[WIDGET_VIEW]["model_id"]
+            if root not in state:
+                problems.append(f"lab {root}: no stored widget state")
+                continue
+            by_class = {}
+            for model_id in _stored_descendants(state, root):
+                for css in state[model_id]["state"].get("_dom_classes", ()):
+                    by_class[css.removeprefix("gradient-lab-")] = state[model_id]["state"]
+            summary = html.unescape(re.sub("</?b>", "", by_class["summary"]["value"]))
+            adam = html.unescape(by_class["adam"]["value"])
+            if text != f"Gradient lab, showing {summary}\n{adam}":
+                problems.append(f"lab {root}: text {text!r} but widgets {summary!r} / {adam!r}")
+            setting = text.removeprefix("Gradient lab, showing ").split(": loss ")[0]
+            shown = dict(re.findall(rf"({'|'.join(CONTROL_NAMES)})=(.*?)(?:, (?=\w+=)|$)",
+                                    setting))
+            for name in CONTROL_NAMES:
+                control = by_class[name]
+                value = control["_options_labels"][control["index"]]
+                expected = None if control.get("disabled") else value
+                if shown.get(name) != expected:
+                    problems.append(f"lab {root}: {name} is {value!r} in the widget state, "
+                                    f"{shown.get(name)!r} in the text")
+    return problems if labs else ["no lab displayed"]
+
+
+def _stored_descendants(state: dict, model_id: str):
+    yield model_id
+    for child in state[model_id]["state"].get("children", ()):
+        yield from _stored_descendants(state, child.removeprefix("IPY_MODEL_"))
+
+
+def test_06s_stored_widget_state_agrees_with_its_text_fallback():
+    notebook = json.loads((ROOT / "notebooks" / "06_capstone.ipynb").read_text())
+    assert stored_lab_disagreements(notebook) == []
+
+
+def test_the_agreement_check_finds_a_lab_changed_after_display(lab):
+    set_controls(lab, clip="voiced", loss="masked", policy="None")
+
+    def stored() -> dict:  # what a run stores: the text at display, the state at the end
+        state = widgets.Widget.get_manager_state(drop_defaults=False,
+                                                 widgets=list(_descendants(lab.widget)))
+        return {"metadata": {"widgets": {WIDGET_STATE: json.loads(json.dumps(state))}},
+                "cells": [{"outputs": [{"data": shown}]}]}
+
+    shown = lab._repr_mimebundle_()
+    assert stored_lab_disagreements(stored()) == []
+    lab.controls["policy"].value = "zeros"  # a later cell moves a control
+    problems = stored_lab_disagreements(stored())
+    assert any("policy is 'zeros' in the widget state, 'None' in the text" in p
+               for p in problems)
