@@ -198,9 +198,6 @@ def widget_text(widget) -> str:
 def lab_parts(lab) -> tuple[dict, dict]:
     """The lab's controls and the views that show its result, by name. Every one carries the
     CSS class ``gradient-lab-<name>`` on the page."""
-    if not hasattr(lab, "controls"):  # the lab before issue 13 part 2: three controls
-        return ({"clip": lab.clip, "loss": lab.loss, "mode": lab.mode},
-                {"summary": lab.summary, "table": lab.view})
     controls = dict(lab.controls)
     views, stack = {}, [lab.widget]
     while stack:
@@ -235,18 +232,6 @@ def moves(control) -> list[tuple[str, object]]:
     raise NotImplementedError(f"the browser test cannot drive a {kind} yet: add it to moves()")
 
 
-def part_on_page(panel: Locator, name: str, widget) -> Locator:
-    """The element showing this part of the lab: by its CSS class ``gradient-lab-<name>``."""
-    if f"gradient-lab-{name}" in widget._dom_classes:
-        return panel.locator(f".gradient-lab-{name}")
-    # The lab before issue 13 part 2 had no classes: its controls by their label, its one
-    # HTML widget (the summary) and its one Output widget (the table).
-    if name in ("summary", "table"):
-        return panel.locator({"summary": ".widget-html", "table": ".widget-output"}[name])
-    return panel.locator(f":is(.widget-dropdown, .widget-toggle-buttons)"
-                         f":has(> label:text-is({json.dumps(widget.description)}))")
-
-
 def act(control_on_page: Locator, kind: str, action: tuple[str, object]) -> None:
     """Do it on the page, as a learner would."""
     how, what = action
@@ -275,8 +260,7 @@ def test_the_lab_answers_its_controls(page, lab_server):
     lab = GradientLab()  # the same setting, in this process: what the page must show
     controls, views = lab_parts(lab)
     assert {"summary", "table"} <= set(views), views
-    on_page = {name: part_on_page(panel, name, widget)
-               for name, widget in [*controls.items(), *views.items()]}
+    on_page = {name: panel.locator(f".gradient-lab-{name}") for name in [*controls, *views]}
 
     executed = 1
 
@@ -305,23 +289,26 @@ def test_the_lab_answers_its_controls(page, lab_server):
     settle()
     check("creating the lab")
     # Every control once. A control that is disabled for the current setting (a knob the
-    # loss does not take) waits until a later change enables it; if none does, the changes
-    # made so far are undone, the latest first, until one does.
-    todo, done = list(controls), []  # done: (name, value before the change)
+    # loss does not take) waits until a later change enables it; if none does, the change
+    # that disabled it is undone.
+    todo, disabled_by = list(controls), {}  # disabled_by: name -> (control, value before)
     while todo:
         enabled = [name for name in todo if not controls[name].disabled]
         if enabled:
             name = enabled[0]
             todo.remove(name)
             action, value = moves(controls[name])[0]
-            done.append((name, controls[name].value))
         else:
-            assert done, f"{todo}: disabled, and no change of another control enables them"
-            name, before = done.pop()
+            assert todo[0] in disabled_by, f"{todo[0]} is disabled from the start"
+            name, before = disabled_by.pop(todo[0])
             action, value = next(m for m in moves(controls[name]) if m[1] == before)
-        control = controls[name]
+        control, before = controls[name], controls[name].value
+        was_disabled = {n for n in todo if controls[n].disabled}
         act(on_page[name], type(control).__name__, action)
         control.value = value  # Python recomputes here while the kernel does the same
+        for other in todo:
+            if controls[other].disabled and other not in was_disabled:
+                disabled_by[other] = (name, before)
         settle()
         check(f"{name}: {action[0]} {action[1]!r}")
     assert_no_error_shown(page, "the lab")
