@@ -288,10 +288,14 @@ def test_the_lab_answers_its_controls(page, lab_server):
     expect(on_page["summary"]).to_be_visible(timeout=KERNEL_TIMEOUT)
     settle()
     check("creating the lab")
-    # Every control once. A control that is disabled for the current setting (a knob the
-    # loss does not take) waits until a later change enables it; if none does, the change
-    # that disabled it is undone.
-    todo, disabled_by = list(controls), {}  # disabled_by: name -> (control, value before)
+    # Every control once: sliders first, then dropdowns, then buttons (the knobs before the
+    # choices that enable or disable them; the execution mode late, so tf.function traces
+    # once). A control that is disabled for the current setting (a knob the loss does not
+    # take) waits until a later change enables it; if none does, the change that disabled
+    # it is undone.
+    rank = {"SelectionSlider": 0, "IntSlider": 0, "FloatSlider": 0, "Dropdown": 1}
+    todo = sorted(controls, key=lambda name: rank.get(type(controls[name]).__name__, 2))
+    disabled_by = {}  # name -> (the control whose change disabled it, its value before)
     while todo:
         enabled = [name for name in todo if not controls[name].disabled]
         if enabled:
