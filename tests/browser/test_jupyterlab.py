@@ -51,8 +51,9 @@ ERROR_SIGNS = (".jp-Dialog", ".Toastify__toast--error", ".Toastify__toast--warni
 def menu(page: Page, *path: str) -> None:
     """Click through the main menu, e.g. ``menu(page, "File", "Close All Tabs")``."""
     page.locator("#jp-menu-panel").get_by_role("menuitem", name=path[0], exact=True).click()
-    for label in path[1:]:
-        page.locator(".lm-Menu").get_by_role("menuitem", name=label, exact=True).click()
+    for label in path[1:]:  # by its label (a menu item's accessible name adds its shortcut)
+        page.locator(".lm-Menu .lm-Menu-itemLabel").filter(
+            has_text=re.compile(f"^{re.escape(label)}$")).click()
 
 
 def open_notebook(page: Page, path: str, wait: bool = True) -> None:
