@@ -34,13 +34,13 @@ def _check_chromium() -> None:
 
 @pytest.fixture(scope="module")
 def lab_server():
-    """One ``jupyter lab`` for the module, stopped afterwards even when a test failed."""
+    """One ``jupyter lab`` for the module, stopped afterwards even when a test failed. It
+    starts here; ``page`` waits until it answers (Chromium starts in the meantime)."""
     global _server
     _check_chromium()
     tmp = Path(tempfile.mkdtemp(prefix="gradient-clinic-lab-"))
     server = _server = LabServer(tmp)
     try:
-        server.wait_until_ready()
         yield server
     finally:
         server.stop()
@@ -61,10 +61,11 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def page(browser, lab_server):
+def page(lab_server, browser):
     """One JupyterLab page for the module (loading JupyterLab takes seconds), opened at
     notebook 00. Console messages and uncaught page errors are kept for the failure report;
     ``page.page_errors`` lists the uncaught ones."""
+    lab_server.wait_until_ready()
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(30_000)
     page = context.new_page()

@@ -1,9 +1,10 @@
 """The course as a learner meets it: in JupyterLab, in a browser (fixtures in conftest.py).
 
 Every notebook opens and starts its kernel; the gradient lab answers clicks on its own
-controls with the summary and the table that Python computes for the same setting; notebook
-00 runs top to bottom with no error. Nothing here sets a widget's value from Python in the
-kernel: the page's controls are clicked, chosen and moved with the keyboard.
+controls with the summary, the gradient table and the Adam panel that Python computes for
+the same setting; notebook 00 runs top to bottom with no error. Nothing here sets a widget's
+value from Python in the kernel: the page's controls are clicked, chosen and moved with the
+keyboard.
 """
 
 from __future__ import annotations
