@@ -293,15 +293,25 @@ def capstone_labels(seed: int, seconds: float) -> FrameLabels:
     return labels
 
 
-def train_noise(family: str) -> np.ndarray:
-    """The one training instance of a noise family (``TRAIN_NOISE_SECONDS`` long); training
-    crops random windows of it. Never used for a held-back mixture."""
+TRAIN_NOISE_INSTANCES = 100  # instances 0..99 of each family: seeds 3000..3999
+
+
+def train_noise(family: str, instance: int = 0) -> np.ndarray:
+    """A training instance of a noise family (``TRAIN_NOISE_SECONDS`` long, seed
+    ``TRAIN_NOISE_SEED + 10 * instance + family``); training crops random windows of it.
+    Instance 0 is the one the notebook's live run uses; the shipped weights were trained on
+    more. Never used for a held-back or validation mixture (their seeds start at 5000)."""
 
     index = list(NOISE_FAMILIES).index(family) if family in NOISE_FAMILIES else None
     if index is None:
         raise ValueError(f"unknown noise family {family!r}; expected one of "
                          f"{', '.join(NOISE_FAMILIES)}.")
-    return make_noise(family, int(TRAIN_NOISE_SECONDS * SAMPLE_RATE), TRAIN_NOISE_SEED + index)
+    if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)) \
+            or not 0 <= instance < TRAIN_NOISE_INSTANCES:
+        raise ValueError(f"instance must be an integer in 0..{TRAIN_NOISE_INSTANCES - 1}; "
+                         f"got {instance!r}.")
+    return make_noise(family, int(TRAIN_NOISE_SECONDS * SAMPLE_RATE),
+                      TRAIN_NOISE_SEED + 10 * int(instance) + index)
 
 
 def held_back_noise_seed(utterance_index: int, family: str) -> int:
@@ -344,6 +354,21 @@ def capstone_training_set() -> list[tuple[str, np.ndarray, FrameLabels]]:
         out.append((entry["name"], audio, capstone_labels(entry["seed"],
                                                           CAPSTONE_TRAIN_SECONDS)))
     return out
+
+
+EXTRA_TRAIN_SEEDS: tuple[int, ...] = tuple(range(1100, 1500))  # training seeds, not shipped
+
+
+def extra_training_utterances(count: int) -> list[tuple[str, np.ndarray, FrameLabels]]:
+    """``(name, clean audio, labels)`` of ``count`` more training utterances
+    (``EXTRA_TRAIN_SEEDS``, ``CAPSTONE_TRAIN_SECONDS`` long), made here from their seeds, not
+    shipped: the offline run that makes the shipped weights trains on them too."""
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) \
+            or not 0 <= count <= len(EXTRA_TRAIN_SEEDS):
+        raise ValueError(f"count must be an integer in 0..{len(EXTRA_TRAIN_SEEDS)}; "
+                         f"got {count!r}.")
+    return [(f"train_{seed}", *capstone_utterance(seed, CAPSTONE_TRAIN_SECONDS))
+            for seed in EXTRA_TRAIN_SEEDS[:count]]
 
 
 @cache

@@ -19,8 +19,12 @@ from helpers.dataset import (
     CAPSTONE_HELD_BACK_SEEDS,
     CAPSTONE_TRAIN_SEEDS,
     DATA_DIR,
+    EXTRA_TRAIN_SEEDS,
+    TRAIN_NOISE_INSTANCES,
+    TRAIN_NOISE_SEED,
     capstone_manifest,
     capstone_training_set,
+    extra_training_utterances,
     held_back_mixtures,
     train_noise,
 )
@@ -83,9 +87,9 @@ def test_training_talkers_cover_the_f0_range_of_the_held_back_ones():
 def test_the_wider_held_back_set_is_disjoint_from_training_and_from_the_shipped_one():
     from helpers.dataset import (
         HELD_BACK_NOISE_SEED,
-        TRAIN_NOISE_SEED,
         WIDER_HELD_BACK_SEEDS,
         WIDER_NOISE_SEED,
+        _generated_mixtures,
         wider_held_back_mixtures,
     )
 
@@ -93,37 +97,68 @@ def test_the_wider_held_back_set_is_disjoint_from_training_and_from_the_shipped_
                                              | set(CAPSTONE_HELD_BACK_SEEDS))
     last_wider = WIDER_NOISE_SEED + 10 * len(WIDER_HELD_BACK_SEEDS)
     last_shipped = HELD_BACK_NOISE_SEED + 10 * len(CAPSTONE_HELD_BACK_SEEDS)
-    assert TRAIN_NOISE_SEED + 5 <= HELD_BACK_NOISE_SEED < last_shipped <= WIDER_NOISE_SEED
+    assert TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES <= HELD_BACK_NOISE_SEED \
+        < last_shipped <= WIDER_NOISE_SEED
     assert last_wider > WIDER_NOISE_SEED
     mixtures = wider_held_back_mixtures()
     assert len(mixtures) == 5 * len(WIDER_HELD_BACK_SEEDS)
-    assert mixtures[0].noisy.tobytes() == wider_held_back_mixtures()[0].noisy.tobytes()
+    # made again from the seeds (the first utterance's five), the same bytes
+    again = _generated_mixtures("wider", WIDER_HELD_BACK_SEEDS[:1], WIDER_NOISE_SEED)
+    assert [m.noisy.tobytes() for m in again] == [m.noisy.tobytes() for m in mixtures[:5]]
 
 
 def test_the_validation_set_is_disjoint_from_training_and_both_held_back_sets():
     from helpers.dataset import (
         HELD_BACK_NOISE_SEED,
-        TRAIN_NOISE_SEED,
         VALIDATION_NOISE_SEED,
         VALIDATION_SEEDS,
         WIDER_HELD_BACK_SEEDS,
         WIDER_NOISE_SEED,
+        _generated_mixtures,
         validation_mixtures,
     )
 
     assert not set(VALIDATION_SEEDS) & (set(CAPSTONE_TRAIN_SEEDS) | set(CAPSTONE_HELD_BACK_SEEDS)
                                         | set(WIDER_HELD_BACK_SEEDS))
     shipped_stop = HELD_BACK_NOISE_SEED + 10 * len(CAPSTONE_HELD_BACK_SEEDS)
-    noise_ranges = [(TRAIN_NOISE_SEED, TRAIN_NOISE_SEED + 5),
+    noise_ranges = [(TRAIN_NOISE_SEED, TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES),
                     (HELD_BACK_NOISE_SEED, shipped_stop),
                     (WIDER_NOISE_SEED, WIDER_NOISE_SEED + 10 * len(WIDER_HELD_BACK_SEEDS))]
     validation = (VALIDATION_NOISE_SEED, VALIDATION_NOISE_SEED + 10 * len(VALIDATION_SEEDS))
     assert all(validation[0] >= stop or validation[1] <= start for start, stop in noise_ranges)
     mixtures = validation_mixtures()
     assert len(mixtures) == 5 * len(VALIDATION_SEEDS)
-    assert mixtures[0].noisy.tobytes() == validation_mixtures()[0].noisy.tobytes()
+    again = _generated_mixtures("validation", VALIDATION_SEEDS[:1], VALIDATION_NOISE_SEED)
+    assert [m.noisy.tobytes() for m in again] == [m.noisy.tobytes() for m in mixtures[:5]]
     shipped = {m.noisy[:100].tobytes() for m in held_back_mixtures()}
     assert not shipped & {m.noisy[:100].tobytes() for m in mixtures}
+
+
+def test_the_offline_runs_extra_training_data_is_disjoint_from_every_held_back_set():
+    from helpers.dataset import VALIDATION_SEEDS, WIDER_HELD_BACK_SEEDS
+
+    held_back = set(CAPSTONE_HELD_BACK_SEEDS) | set(WIDER_HELD_BACK_SEEDS) | set(VALIDATION_SEEDS)
+    assert not set(EXTRA_TRAIN_SEEDS) & (held_back | set(CAPSTONE_TRAIN_SEEDS))
+    assert capstone.EXTRA_UTTERANCES <= len(EXTRA_TRAIN_SEEDS)
+    assert capstone.NOISE_INSTANCES <= TRAIN_NOISE_INSTANCES
+    (name, audio, labels), = extra_training_utterances(1)
+    assert name == f"train_{EXTRA_TRAIN_SEEDS[0]}"
+    labels.check_fits(len(audio))
+    assert len(audio) == len(capstone_training_set()[0][1])  # batches with the shipped ones
+    # instance 0 is the live run's noise; the others are new instances, not copies of it
+    assert train_noise("pink", 1).shape == train_noise("pink").shape
+    assert abs(np.corrcoef(train_noise("pink", 1), train_noise("pink"))[0, 1]) < 0.5
+    assert TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES <= min(
+        e["noise_seed"] for e in capstone_manifest()["mixtures"])
+
+
+def test_extra_training_data_bad_arguments():
+    with pytest.raises(ValueError, match="count must be an integer"):
+        extra_training_utterances(len(EXTRA_TRAIN_SEEDS) + 1)
+    with pytest.raises(ValueError, match="instance must be an integer"):
+        train_noise("pink", TRAIN_NOISE_INSTANCES)
+    with pytest.raises(ValueError, match="unknown noise family"):
+        train_noise("white")
 
 
 def test_every_held_back_utterance_has_all_three_kinds_of_frame():
@@ -239,9 +274,12 @@ def test_training_script_reproduces_weights_on_a_tiny_configuration():
                                                   ROOT / "scripts" / "train_capstone.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    first = script.trained_bytes("masked", steps=2, clips=1)
-    assert first == script.trained_bytes("masked", steps=2, clips=1)
-    assert first != script.trained_bytes("masked", steps=2, clips=1, seed=1)
+    # the shipped recipe's code path (extra utterances, several noise instances, the decay),
+    # shrunk: two steps, two batches of one utterance, two noise instances per family
+    tiny = {"steps": 2, "clips": 1, "extra_utterances": 1, "noise_instances": 2}
+    first = script.trained_bytes("masked", **tiny)
+    assert first == script.trained_bytes("masked", **tiny)
+    assert first != capstone.weights_bytes(capstone.make_capstone_model(0))  # it trained
 
 
 def test_weights_files_are_in_data_and_small():
