@@ -2,6 +2,7 @@
 # Wall seconds of the README test command (`./course.sh test`) at two commits, in one sitting.
 #
 #   bash benchmarks/bench_test_command.sh BASE_COMMIT BASE_VENV [ROUNDS]
+#   TEST_ARGS="--ignore=tests/browser" bash benchmarks/bench_test_command.sh ...
 #
 # BASE_COMMIT is checked out into a temporary git worktree; BASE_VENV is a course environment
 # with that commit's pinned packages (it gets `pip install --no-deps -e <worktree>`, so its
@@ -10,6 +11,8 @@
 # run each (numba's cache, Python's bytecode), so a shared machine treats them alike. Each
 # keeps its fastest round. It prints every round, then `ratio: 0.NN` (this checkout / base).
 # A run that fails is still timed, and says so on stderr with its pytest summary line.
+# TEST_ARGS (default none) go to both commands' pytest, e.g. to leave out the browser tests,
+# which the base does not have (ignoring a folder that is not there changes nothing).
 # Run it on an otherwise idle machine: the test command is CPU-bound on every core.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +33,7 @@ run() {  # run NAME DIR VENV: seconds of `./course.sh test` in DIR with VENV
   # its pytest summary goes to stderr, so the figures never hide a red run.
   local start end log="/tmp/bench_test_command.$1.log"
   start=$(date +%s.%N)
-  (cd "$2" && VENV="$3" ./course.sh test -q >"$log" 2>&1) ||
+  (cd "$2" && VENV="$3" ./course.sh test -q ${TEST_ARGS:-} >"$log" 2>&1) ||
     echo "$1: the test command failed: $(grep -E '(passed|failed)' "$log" | tail -1)" >&2
   end=$(date +%s.%N)
   echo "$end - $start" | bc
