@@ -2,7 +2,8 @@
 
 Every notebook opens and starts its kernel; the gradient lab answers clicks on its own
 controls with the summary, the gradient table and the Adam panel that Python computes for
-the same setting; notebook 00 runs top to bottom with no error. Nothing here sets a widget's
+the same setting, and so does a lab on a learner's own model, losses and clips; notebook 00
+runs top to bottom with no error. Nothing here sets a widget's
 value from Python in the kernel: the page's controls are clicked, chosen and moved with the
 keyboard.
 """
@@ -25,20 +26,40 @@ if (_missing := chromium_missing()) is not None and os.environ.get("CI") != "tru
     pytest.skip(_missing, allow_module_level=True)  # under CI=true the fixtures fail instead
 
 NOTEBOOKS = sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb"))
-LAB_NOTEBOOK = "gradient_lab_test.ipynb"  # a fresh notebook, in the server's temporary root
-LAB_NOTEBOOK_CONTENT = {
-    "nbformat": 4, "nbformat_minor": 5,
-    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                "language": "python"}},
-    "cells": [
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "from helpers.widgets import GradientLab\n\nGradientLab()"},
-        # Run after each change: its number comes back only once the kernel has handled
-        # every message before it, the change and the redraw included.
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "pass"},
-    ],
-}
+LAB_SOURCE = "from helpers.widgets import GradientLab\n\nGradientLab()"
+# A learner's own model, losses and clips (06's example, smaller): the same source runs in the
+# page's kernel and, to know what the page must show, in this process. The last line shows it.
+OWN_LAB_SOURCE = """\
+from keras import ops
+
+from helpers.dataset import excerpt, load_clip
+from helpers.denoiser import make_denoiser
+from helpers.voicing_loss import cond_loop_voicing_loss
+from helpers.widgets import GradientLab
+
+
+def mse(reference, estimate, labels):
+    return ops.mean(ops.square(estimate - reference))
+
+
+arctic = load_clip("arctic_a0009")
+my_lab = GradientLab(make_denoiser(seed=0), losses={"mse": mse, "seed": cond_loop_voicing_loss},
+                     clips={"pause": excerpt(arctic.clean, arctic.labels, 0, 9),
+                            "word": excerpt(arctic.clean, arctic.labels, 24, 40)})
+my_lab"""
+
+
+def lab_notebook(source: str) -> dict:
+    """A fresh notebook: the lab's cell, then a cell that is run after each change (its number
+    comes back only once the kernel has handled every message before it, the change and the
+    redraw included)."""
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    return {"nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                        "language": "python"}},
+            "cells": [{**cell, "source": source}, {**cell, "source": "pass"}]}
+
+
 CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 # What JupyterLab shows when a document, a kernel or a widget goes wrong.
@@ -248,19 +269,23 @@ def act(control_on_page: Locator, kind: str, action: tuple[str, object]) -> None
         control_on_page.locator("input, button").first.click()
 
 
-def test_the_lab_answers_its_controls(page, lab_server):
-    from helpers.widgets import GradientLab
-
-    lab_server.api("PUT", f"contents/{LAB_NOTEBOOK}",
-                   {"type": "notebook", "format": "json", "content": LAB_NOTEBOOK_CONTENT})
-    open_notebook(page, LAB_NOTEBOOK)
-    panel = notebook_panel(page, LAB_NOTEBOOK)
+def drive_lab(page, lab_server, notebook: str, source: str, make_lab, only=None) -> None:
+    """Run ``source`` (ending in a lab) in a fresh notebook ``notebook``, then change each of the
+    lab's controls (``only`` those, if given) through the page, and after each change compare
+    the page's views with ``make_lab()``, the same lab built in this process (while the kernel
+    builds its own), given the same change."""
+    lab_server.api("PUT", f"contents/{notebook}",
+                   {"type": "notebook", "format": "json", "content": lab_notebook(source)})
+    open_notebook(page, notebook)
+    panel = notebook_panel(page, notebook)
     first, barrier = panel.locator(".jp-Cell").nth(0), panel.locator(".jp-Cell").nth(1)
     first.locator(".jp-InputPrompt").click()
     page.keyboard.press("Shift+Enter")
 
-    lab = GradientLab()  # the same setting, in this process: what the page must show
+    lab = make_lab()  # the same lab, in this process: what the page must show
     controls, views = lab_parts(lab)
+    if only is not None:
+        controls = {name: controls[name] for name in only}
     assert {"summary", "table"} <= set(views), views
     on_page = {name: panel.locator(f".gradient-lab-{name}") for name in [*controls, *views]}
 
@@ -317,5 +342,27 @@ def test_the_lab_answers_its_controls(page, lab_server):
                 disabled_by[other] = (name, before)
         settle()
         check(f"{name}: {action[0]} {action[1]!r}")
-    assert_no_error_shown(page, "the lab")
+    assert_no_error_shown(page, notebook)
     close_everything(page, lab_server)
+
+
+def test_the_lab_answers_its_controls(page, lab_server):
+    from helpers.widgets import GradientLab
+
+    drive_lab(page, lab_server, "gradient_lab_test.ipynb", LAB_SOURCE, GradientLab)
+
+
+def test_a_learners_own_model_losses_and_clips_in_the_lab(page, lab_server):
+    """06's example: the learner's model, loss and clips appear in the page's lab, and its
+    clip and loss choices answer with what Python computes."""
+
+    def own_lab():
+        namespace = {}
+        exec(OWN_LAB_SOURCE, namespace)  # the same cell, in this process
+        lab = namespace["my_lab"]
+        assert list(lab.controls["loss"].options) == ["mse", "seed"]
+        assert list(lab.controls["clip"].options) == ["pause", "word"]
+        return lab
+
+    drive_lab(page, lab_server, "own_lab_test.ipynb", OWN_LAB_SOURCE, own_lab,
+              only=["clip", "loss"])
