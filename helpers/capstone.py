@@ -190,7 +190,7 @@ def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_STEPS,
     training utterances, all by default). ``noise_instances`` training instances of each
     noise family (``train_noise``) and ``extra_utterances`` more training utterances
     (``extra_training_utterances``, in batches the size of the shipped set's, taken in turn)
-    make the offline recipe (``SHIPPED``); the defaults are the notebook's live run. Same
+    make the offline recipe (``train_shipped``); the defaults are the notebook's live run. Same
     arguments, same weights on one machine."""
     check_loss_name(loss)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
