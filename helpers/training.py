@@ -39,6 +39,16 @@ def snapshot(model: keras.Model) -> list[np.ndarray]:
     return [np.array(v.numpy()) for v in model.trainable_variables]
 
 
+def restore_weights(model: keras.Model, weights: list[np.ndarray]) -> None:
+    """Put back the trainable weights ``snapshot`` took (an experiment's step undone)."""
+    variables = model.trainable_variables
+    if len(weights) != len(variables):
+        raise ValueError(f"expected one array per trainable variable ({len(variables)}); "
+                         f"got {len(weights)}.")
+    for variable, value in zip(variables, weights):
+        variable.assign(value)
+
+
 def mean_abs_change(before: list[np.ndarray], model: keras.Model) -> float:
     """Mean absolute change of all trainable weights since ``snapshot`` (one number)."""
     after = snapshot(model)

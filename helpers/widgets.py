@@ -23,8 +23,8 @@ The controls (``GradientLab.controls``, by name):
   zeros first (what ``tf.function`` does anyway), ``skip`` leaves out the update when no
   gradient is non-zero.
 
-``lab_result`` does the work for one setting and is a plain function. ``GradientLab`` wraps it
-in widgets and caches by setting; its callbacks write into widgets (widget state, not cell
+``GradientLab`` computes each setting once (``result_for`` gives any setting without moving
+the controls) and caches it; its callbacks write into widgets (widget state, not cell
 output), so the lab can be driven and tested without a browser: set
 ``lab.controls["clip"].value`` and read ``lab.result``.
 """
@@ -55,7 +55,7 @@ from helpers.labels import FrameLabels
 from helpers.plots import plot_gradient_norms
 from helpers.printing import sig
 from helpers.reproducibility import make_deterministic
-from helpers.training import TrainingState, snapshot
+from helpers.training import TrainingState, restore_weights, snapshot
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 
 # Clip choices: (clip name, first frame, number of frames). 16 frames = 0.24 s keeps the
@@ -312,26 +312,6 @@ def apply_policy(grads: list, variables: list, policy: str) -> list:
     return [tf.zeros(v.shape, v.dtype) if g is None else g for g, v in zip(grads, variables)]
 
 
-def lab_result(clip: str, loss_name: str, mode: str, step_model: keras.Model, *,
-               policy: str = "None", else_scale: str = "off", silence_weight: str = "1",
-               clips: Mapping[str, Any] | None = None,
-               losses: Mapping[str, Callable] | None = None) -> LabResult:
-    """Run the model on the chosen clip and return the loss and its gradient report (no Adam
-    panel: that needs the lab's warmed-up optimizer)."""
-    losses = check_losses(losses)
-    setting = make_setting(clip, loss_name, mode, policy, else_scale, silence_weight,
-                           clips=clips, losses=losses)
-    check_model(step_model)
-    example = lab_examples({clip: (LAB_CLIPS if clips is None else clips)[clip]})[clip]
-    compute = _bind(step_model, example, losses[setting.loss], setting.loss_kwargs())
-    if mode == "tf.function":
-        compute = tf.function(compute, autograph=False)
-    loss, grads = compute()
-    variables = step_model.trainable_variables
-    report = gradient_report(apply_policy(grads, variables, policy), variables)
-    return LabResult(setting, float(loss), report)
-
-
 def _bind(model: keras.Model, example: Example, loss_fn: Callable,
           loss_kwargs: dict[str, Any]) -> Callable[[], tuple[tf.Tensor, list]]:
     def compute():
@@ -344,6 +324,11 @@ def _bind_knobs(model: keras.Model, example: Example, loss_fn: Callable,
     def compute(**knobs):
         return _loss_and_grads(model, example, loss_fn, {**fixed, **knobs})
     return compute
+
+
+def _moves_anything(grads: list) -> bool:
+    """Whether any gradient is there and non-zero (else an update has nothing to do)."""
+    return any(g is not None and bool(tf.reduce_any(g != 0)) for g in grads)
 
 
 def _tensor_knobs(loss_fn: Callable) -> tuple[str, ...]:
@@ -545,7 +530,7 @@ class GradientLab:
             try:
                 for _ in range(ADAM_WARMUP_STEPS):
                     grads = compute()[1]
-                    if not any(g is not None and bool(tf.reduce_any(g != 0)) for g in grads):
+                    if not _moves_anything(grads):
                         raise ValueError(
                             f"the Adam panel warms Adam up with loss {loss!r} on clip "
                             f"{clip!r}, and it gives no gradient there: pass a clip with "
@@ -556,14 +541,13 @@ class GradientLab:
                 state = TrainingState(self.model, optimizer)
                 voiced_move = state.trial_step(compute()[1])
             finally:
-                _assign(variables, original)
+                restore_weights(self.model, original)
             self._adam = (state, voiced_move, f"{clip} ({loss})")
         return self._adam
 
     def _adam_step(self, grads: list, policy: str) -> AdamStep:
         state, voiced_move, warmup = self._warmup()
-        if policy == "skip" and not any(g is not None and bool(tf.reduce_any(g != 0))
-                                        for g in grads):
+        if policy == "skip" and not _moves_anything(grads):
             return AdamStep("skipped", 0.0, voiced_move, warmup)
         original = snapshot(self.model)
         try:
@@ -574,7 +558,7 @@ class GradientLab:
             return AdamStep("raises", 0.0, voiced_move, warmup,
                             f"ValueError ({str(error).strip()})")
         finally:
-            _assign(self.model.trainable_variables, original)
+            restore_weights(self.model, original)
         return AdamStep("step", move / voiced_move, voiced_move, warmup)
 
     # -- display
@@ -599,12 +583,7 @@ class GradientLab:
         return f"GradientLab({self.result.describe() if self.result else 'not run'})"
 
 
-def _assign(variables: list, values: list[np.ndarray]) -> None:
-    for variable, value in zip(variables, values):
-        variable.assign(value)
-
-
-__all__ = ["GradientLab", "LabResult", "LabSetting", "AdamStep", "lab_model", "lab_result",
+__all__ = ["GradientLab", "LabResult", "LabSetting", "AdamStep", "lab_model",
            "lab_examples", "check_losses", "check_model", "loss_knobs", "make_setting",
            "apply_policy", "LAB_CLIPS", "LAB_LOSSES", "MODES",
            "ELSE_SCALES", "SILENCE_WEIGHTS", "POLICIES", "KNOBS", "CONTROL_NAMES",

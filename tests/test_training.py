@@ -18,6 +18,7 @@ from helpers.training import (
     make_train_step,
     mean_abs_change,
     optimizer_slot_norm,
+    restore_weights,
     snapshot,
 )
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
@@ -69,6 +70,14 @@ def test_snapshot_is_a_copy_and_mean_abs_change_measures_a_step():
     total = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
     assert mean_abs_change(before, model) == pytest.approx(0.5 / total)
     assert float(before[[v.path for v in model.trainable_variables].index("skip/gain")]) == 1.0
+    restore_weights(model, before)
+    assert mean_abs_change(before, model) == 0.0 and float(gain.numpy()) == 1.0
+
+
+def test_restore_weights_wants_one_array_per_variable():
+    model = make_denoiser(seed=5)
+    with pytest.raises(ValueError, match="one array per trainable variable"):
+        restore_weights(model, snapshot(model)[:-1])
 
 
 def test_adam_moves_on_zeros_after_voiced_steps_and_not_when_skipped(clips):

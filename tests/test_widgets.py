@@ -15,7 +15,7 @@ import tensorflow as tf
 from helpers.dataset import Example, excerpt, load_clip
 from helpers.denoiser import enhance, make_denoiser
 from helpers.labels import FrameLabels, LabelError
-from helpers.training import TrainingState, mean_abs_change, snapshot
+from helpers.training import TrainingState, mean_abs_change, restore_weights, snapshot
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 from helpers.widgets import (
     ADAM_LEARNING_RATE,
@@ -27,7 +27,6 @@ from helpers.widgets import (
     GradientLab,
     lab_examples,
     lab_model,
-    lab_result,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,16 +104,15 @@ def test_setting_a_widget_recomputes_and_redraws(lab):
 
 
 def test_the_summary_line_is_a_function_of_the_setting_alone(model, lab):
-    """A test in the browser computes the expected line in Python: ``lab_result`` on the
-    same model, with the same setting, gives the line the lab whose controls moved shows."""
+    """A test in the browser computes the expected line in Python: another lab on the same
+    model, asked for the same setting, gives the line the lab whose controls moved shows."""
     setting = {"clip": "voiced", "loss": "per-frame (seed)", "else_scale": "1e-10",
                "mode": "eager", "policy": "zeros"}
     before = snapshot(model)
     shown = set_controls(lab, **setting).describe()
     assert shown.startswith("clip=voiced, loss=per-frame (seed), else_scale=1e-10, "
                             "mode=eager, policy=zeros: loss ")
-    assert lab_result("voiced", "per-frame (seed)", "eager", model, policy="zeros",
-                      else_scale="1e-10").describe() == shown
+    assert GradientLab(model).result_for(**setting).describe() == shown
     assert lab.result_for(**setting) is lab.result
     assert mean_abs_change(before, model) == 0.0  # the Adam panel puts the weights back
 
@@ -191,8 +189,7 @@ def test_the_adam_panel_is_notebook_04s_experiment(model, lab):
         voiced = state.trial_step(voiced_grads())
         zeros = state.trial_step([tf.zeros_like(v) for v in variables])
     finally:
-        for v, value in zip(variables, original):
-            v.assign(value)
+        restore_weights(model, original)
     assert shown.outcome == "step" and shown.fraction == pytest.approx(zeros / voiced, rel=1e-3)
     assert 0.5 < shown.fraction < 1.0  # momentum: most of a step, on a clip that asked none
     assert f"{shown.fraction:.0%} as far as a voiced step" in shown.describe()
@@ -341,15 +338,15 @@ def test_a_loss_that_does_not_return_a_scalar_is_refused(model):
     (("silent", "mse", "eager"), "loss must be one of"),
     (("silent", "masked", "graph"), "mode must be one of"),
 ])
-def test_bad_choices_are_refused(model, args, message):
+def test_bad_choices_are_refused(lab, args, message):
     with pytest.raises(ValueError, match=message):
-        lab_result(*args, model)
+        lab.result_for(*args)
 
 
 @pytest.mark.parametrize("clip", [c for c in LAB_CLIPS if c != "silent"])
-def test_all_losses_give_gradients_on_clips_with_speech(model, clip):
+def test_all_losses_give_gradients_on_clips_with_speech(lab, clip):
     for loss_name in ("per-frame (seed)", "masked"):
-        assert lab_result(clip, loss_name, "eager", model).report.all("ok")
+        assert lab.result_for(clip, loss_name, "eager").report.all("ok")
 
 
 # ------------------------------------------------- stored widget state and its text fallback
