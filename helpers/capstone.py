@@ -163,6 +163,7 @@ def noisy_batch(references: np.ndarray, step: int, rng: np.random.Generator,
     out = []
     for b, clean in enumerate(references):
         instances = noises[families[(step + b) % len(families)]]
+        # One instance draws no number: the live run's random stream stays as it was.
         noise = instances[int(rng.integers(len(instances)))] if len(instances) > 1 \
             else instances[0]
         start = int(rng.integers(0, len(noise) - len(clean) + 1))
