@@ -1,9 +1,12 @@
+"""Fixtures shared by the unit tests.
+
+``helpers`` (and so TensorFlow) is imported inside the fixtures, not here: pytest-xdist's
+controller process loads this file too, and never runs a test, so importing TensorFlow there
+only delays the start of the workers by a few seconds.
+"""
+
 import matplotlib
 import pytest
-
-from helpers.dataset import excerpt, load_clip, make_example
-from helpers.denoiser import make_denoiser
-from helpers.reproducibility import make_deterministic
 
 matplotlib.use("Agg")  # in this process only; notebook kernels keep the inline backend
 
@@ -19,6 +22,9 @@ def _close_figures():
 @pytest.fixture(scope="module")
 def clips():
     """Short voicing-loss examples: voiced, mixed (silence then /a/), unvoiced and silent."""
+    from helpers.dataset import excerpt, load_clip, make_example
+    from helpers.reproducibility import make_deterministic
+
     make_deterministic(0)
     vowel = load_clip("vowel_a")
     utterance = load_clip("utterance_1")
@@ -37,4 +43,6 @@ def clips():
 def model():
     """The waveform denoiser of notebooks 03-04, from a fixed seed (test files that need
     another model define their own ``model`` fixture)."""
+    from helpers.denoiser import make_denoiser
+
     return make_denoiser(seed=3)
