@@ -328,7 +328,7 @@ def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
     the edges of fricatives and stop closures next to a vowel voiced). pyin decodes voicing
     with a switch prior of ``MEASURED_SWITCH_PROB`` (librosa's default 0.01 keeps whole voiced
     stretches unvoiced in noise: on ``arctic_a0009`` with white or pink noise at 5 dB, the
-    mean agreement of six mixtures goes from 66 % to 75 %; on clean clips at most one frame
+    mean agreement of six mixtures goes from 62 % to 72 %; on clean clips at most one frame
     changes).
 
     On ``arctic_a0009`` these labels agree with the phone alignment on 89 % of frames; the
