@@ -375,7 +375,8 @@ def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
     labelled clip (the synthetic ones, the capstone's held-back, validation and wider
     mixtures, this clip in white and pink noise at 5 dB) no frame's agreement changes: noise
     hides a decay, and the synthetic voiced stretches decay into a pause, where the frames it
-    trims are silent anyway or a pause measured as speech (wrong with or without it). Its
+    trims are silent anyway or a pause measured as speech (wrong with or without it):
+    ``scripts/measure_labels.py`` measures every labelled clip with and without it. Its
     6 dB is the round figure (the amplitude halves in 16 ms), not a fit: 5 dB gives 90.2 %
     here, 7 dB 89.7 %. What is left:
     the first frames of the breathy ``hh`` after the first pause sit at the room's own level,
