@@ -285,6 +285,8 @@ def trim_voicing_decay(voiced: np.ndarray, levels_db: np.ndarray,
     if voiced.shape != levels_db.shape or voiced.ndim != 1:
         raise LabelError(f"voiced has shape {voiced.shape} and levels_db {levels_db.shape}; "
                          "expected two 1-D arrays of one value per frame.")
+    if not (np.isfinite(decay_db) and decay_db > 0):
+        raise LabelError(f"decay_db must be a positive number of dB; got {decay_db!r}.")
     trimmed = voiced.copy()
     drop = np.r_[0.0, levels_db[:-1] - levels_db[1:]]  # how far each frame fell below the last
     for t in range(len(voiced)):

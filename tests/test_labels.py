@@ -89,6 +89,11 @@ def test_trim_voicing_decay_needs_one_level_per_frame():
         trim_voicing_decay(np.ones(5, bool), np.zeros(4))
     with pytest.raises(LabelError, match="one value per frame"):
         trim_voicing_decay(np.ones((2, 5), bool), np.zeros((2, 5)))
+    for bad in (0.0, -6.0, float("nan"), float("inf")):
+        with pytest.raises(LabelError, match="positive number of dB"):
+            trim_voicing_decay(np.ones(5, bool), np.zeros(5), decay_db=bad)
+    with pytest.raises(LabelError, match="positive number of dB"):
+        labels_from_audio(np.ones(2048, np.float32) * 0.1, voicing_decay_db=-1.0)
 
 
 def test_the_decay_rule_is_what_lifts_the_real_clip_over_90_percent(real):
