@@ -371,28 +371,27 @@ def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
     closure or a fricative.
 
     On ``arctic_a0009`` these labels agree with the phone alignment on 176 of 194 frames
-    (90.7 %). The decay rule was written from this clip's own disagreements, and it is the
-    only labelled clip in the course that tests it: here it changes five frames, four of them
-    to agree (173 -> 176; one frame at the end of an ``l`` no longer does). On every other
-    labelled clip (the synthetic ones, the capstone's held-back, validation and wider
-    mixtures, this clip in white and pink noise at 5 dB) no frame's agreement changes: noise
-    hides a decay, and the synthetic voiced stretches decay into a pause, where the frames it
-    trims are silent anyway or a pause measured as speech (wrong with or without it):
-    ``scripts/measure_labels.py`` measures every labelled clip with and without it. Its
-    6 dB is the round figure (the amplitude halves in 16 ms), not a fit: 5 dB gives 90.2 %
-    here, 7 dB 89.7 %. What is left:
+    (90.7 %). The decay rule was written from this clip's own disagreements, and it is the only
+    labelled clip in the course that tests it: here it changes five frames, four of them to
+    agree (173 -> 176; one frame at the end of an ``l`` no longer does). On every other labelled
+    clip (the synthetic ones, the capstone's held-back, validation and wider mixtures, this clip
+    in white and pink noise at 5 dB) no frame's agreement changes: noise hides a decay, and the
+    synthetic voiced stretches decay into a pause, where the frames it trims are silent anyway
+    or a pause measured as speech (wrong with or without it): ``scripts/measure_labels.py``
+    measures every labelled clip with and without it. Its 6 dB is the round figure (the
+    amplitude halves in 16 ms), not a fit: 5 dB gives 90.2 % here, 7 dB 89.7 %. What is left:
     the first frames of the breathy ``hh`` after the first pause sit at the room's own level,
     and 10 loud first frames of unvoiced consonants after a vowel (``t``, ``p``, ``s``, ``k``)
     are still periodic at the frame's centre (normalised autocorrelation at the pitch lag
-    0.4-0.99 in a 20 ms window), so pyin and the tilt call them voiced where the alignment
-    has already moved on (see 06's confusion table). Every one of the 18 disagreements
-    touches a change of class in the alignment (``frames_from_boundary`` at most 1): frames
-    that straddle two phones. Tried on every labelled clip and rejected, because each lost
-    elsewhere or did not help: shorter pitch frames, a centre-weighted window for the tilt or
-    the level, a per-bin noise floor, a periodicity check at the frame's centre (also only at
-    the ends of voiced stretches), a threshold on pyin's voiced probability, a 3- or 5-frame
-    majority filter, and a later release of the speech hysteresis (floor + 3 dB: 90.2 % here,
-    but 86.6 % instead of 95.9 % on ``utterance_2_snr5``)."""
+    0.4-0.99 in a 20 ms window), so pyin and the tilt call them voiced where the alignment has
+    already moved on (see 06's confusion table). Every one of the 18 disagreements touches a
+    change of class in the alignment (``frames_from_boundary`` at most 1): frames that straddle
+    two phones. Tried on every labelled clip and rejected, because each lost elsewhere or did
+    not help: shorter pitch frames, a centre-weighted window for the tilt or the level, a
+    per-bin noise floor, a periodicity check at the frame's centre (also only at the ends of
+    voiced stretches), a threshold on pyin's voiced probability, a 3- or 5-frame majority
+    filter, and a later release of the speech hysteresis (floor + 3 dB: 90.2 % here, but 86.6 %
+    instead of 95.9 % on ``utterance_2_snr5``)."""
     check_audio(audio)
     check_sample_rate(sample_rate)
     audio = np.asarray(audio, dtype=np.float32)
