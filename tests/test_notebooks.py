@@ -246,20 +246,21 @@ def test_course_test_fails_when_pytest_collects_nothing(tmp_path):
     assert result.returncode == 5
 
 
-@pytest.mark.parametrize("exit_codes", ["0 0", "5 0", "0 1"])
-def test_portability_runs_both_passes_and_fails_if_either_fails(tmp_path, exit_codes):
+@pytest.mark.parametrize("exit_codes", ["0 0 0", "5 0 0", "0 1 0", "0 0 1"])
+def test_portability_runs_all_three_passes_and_fails_if_any_fails(tmp_path, exit_codes):
     result, calls = _run_course(tmp_path, "portability", exit_codes=exit_codes)
-    assert (result.returncode == 0) == (exit_codes == "0 0"), result.stdout
+    assert (result.returncode == 0) == (exit_codes == "0 0 0"), result.stdout
     passes = [call for call in calls if " -m pytest " in call[0]]
     if platform.machine() != "x86_64":
         passes.insert(0, None)  # the older-CPU pass is x86-64 only
-    older, one_thread = passes
+    older, one_thread, eight_threads = passes
     for command, *_ in [p for p in passes if p]:
         assert f"--nbval-sanitize-with={SANITIZER}" in command
         assert "-n 2 --dist loadfile" in command and command.endswith(" notebooks")
     if older:  # the stand-in numpy reports X86_V4 and AVX512_ICL: exactly those are disabled
         assert older[1:3] == ["X86_V4 AVX512_ICL", "unset"]
     assert one_thread[1:3] == ["unset", "1"]
+    assert eight_threads[1:3] == ["unset", "8"]
 
 
 def test_ci_fails_if_either_command_fails_and_always_runs_both(tmp_path):
