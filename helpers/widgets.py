@@ -264,18 +264,6 @@ class LabResult:
     report: GradientReport
     adam: AdamStep | None = None
 
-    @property
-    def clip(self) -> str:
-        return self.setting.clip
-
-    @property
-    def loss_name(self) -> str:
-        return self.setting.loss
-
-    @property
-    def mode(self) -> str:
-        return self.setting.mode
-
     def describe(self) -> str:
         """The summary line: the setting, then the loss value and the report's summary."""
         return f"{self.setting.describe()}: loss {sig(self.loss)}; {self.report.summary()}"
@@ -313,14 +301,9 @@ def apply_policy(grads: list, variables: list, policy: str) -> list:
 
 
 def _bind(model: keras.Model, example: Example, loss_fn: Callable,
-          loss_kwargs: dict[str, Any]) -> Callable[[], tuple[tf.Tensor, list]]:
-    def compute():
-        return _loss_and_grads(model, example, loss_fn, loss_kwargs)
-    return compute
-
-
-def _bind_knobs(model: keras.Model, example: Example, loss_fn: Callable,
-                fixed: dict[str, Any]) -> Callable[..., tuple[tf.Tensor, list]]:
+          fixed: dict[str, Any]) -> Callable[..., tuple[tf.Tensor, list]]:
+    """``compute(**knobs)``: the loss and gradients with ``fixed`` and ``knobs`` (tensors
+    inside ``tf.function``) as the loss's keyword arguments."""
     def compute(**knobs):
         return _loss_and_grads(model, example, loss_fn, {**fixed, **knobs})
     return compute
@@ -507,7 +490,7 @@ class GradientLab:
                              tuple(sorted(tensors)))
                 if graph_key not in self._graphs:
                     self._graphs[graph_key] = tf.function(
-                        _bind_knobs(self.model, example, loss_fn, fixed), autograph=False)
+                        _bind(self.model, example, loss_fn, fixed), autograph=False)
                 loss, grads = self._graphs[graph_key](
                     **{k: tf.constant(v, tf.float32) for k, v in tensors.items()})
             self._grads[key] = (float(loss), list(grads))

@@ -92,7 +92,7 @@ def _descendants(widget):
 
 def test_setting_a_widget_recomputes_and_redraws(lab):
     result = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="None")
-    assert result.loss_name == "masked" and result.report.all("ok")
+    assert result.setting.loss == "masked" and result.report.all("ok")
     outputs = lab.view.outputs
     assert len(outputs) == 2  # the table and the plot, once each (the old view was cleared)
     assert "text/html" in outputs[0]["data"] and "image/png" in outputs[1]["data"]
@@ -243,7 +243,7 @@ def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_cli
     lab = GradientLab(make_denoiser(seed=0), losses={"mse": mse, "short": only_short},
                       clips=own_clips)
     lab.controls["loss"].value = "short"  # on the pause: 9 frames, fine
-    assert lab.error is None and lab.result.loss_name == "short"
+    assert lab.error is None and lab.result.setting.loss == "short"
     lab.controls["clip"].value = "word"
     assert lab.error == ("clip=word, loss=short, mode=eager, policy=None: ValueError: this "
                          "loss takes 9 frames at most")
