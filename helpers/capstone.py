@@ -4,11 +4,11 @@ and run it on any 16 kHz mono clip.
 * ``train_denoiser(loss="masked", seed=0) -> keras.Model``: ``loss`` is ``"masked"``
   (``helpers.voicing_loss.masked_voicing_loss``, with its silence term, plus a reconstruction
   term on voiced frames, ``VOICED_WEIGHT``, that scores the noise between the harmonics) or
-  ``"seed"`` (the
-  seed's per-frame ``tf.cond`` loop, run inside ``tf.function`` where it trains, with zero
-  gradients on frames without speech). With ``seed=0`` it loads the weights shipped in
-  ``data/capstone/`` (checked against the SHA-256 in ``data/manifest.json``), which
-  ``scripts/train_capstone.py`` reproduces; any other seed trains from scratch (minutes).
+  ``"seed"`` (the seed's per-frame ``tf.cond`` loop, run inside ``tf.function`` where it
+  trains, with zero gradients on frames without speech). With ``seed=0`` it loads the weights
+  shipped in ``data/capstone/`` (checked against the SHA-256 in ``data/manifest.json``),
+  which ``scripts/train_capstone.py`` reproduces; any other seed trains from scratch
+  (minutes).
 * ``denoise(model, noisy) -> np.ndarray``: 16 kHz mono float audio in, the same length out.
 
 Both models are trained the same way (``train``): batches of the capstone's training
@@ -198,6 +198,10 @@ def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_STEPS,
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
     training = capstone_training_set()[:clips]
     size = len(training)
+    if isinstance(extra_utterances, bool) or not isinstance(extra_utterances, int) \
+            or extra_utterances % size:
+        raise ValueError(f"extra_utterances must be a multiple of the batch size ({size}: they "
+                         f"are trained in batches of that size); got {extra_utterances!r}.")
     training = training + extra_training_utterances(extra_utterances)
     groups = [training[i:i + size] for i in range(0, len(training) - size + 1, size)]
     model = model or make_capstone_model(seed, units)

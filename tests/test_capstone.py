@@ -242,6 +242,12 @@ def test_train_denoiser_bad_arguments():
         capstone.train_denoiser("masked", seed=0.5)
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         capstone.train("masked", steps=0)
+    # extra utterances come in batches of the training set's size: a remainder would be
+    # dropped without a word
+    with pytest.raises(ValueError, match=r"multiple of the batch size \(16"):
+        capstone.train("masked", steps=1, extra_utterances=10)
+    with pytest.raises(ValueError, match=r"multiple of the batch size \(2"):
+        capstone.train("masked", steps=1, clips=2, extra_utterances=3)
 
 
 # --------------------------------------------------------------------------- 06's checks
