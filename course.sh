@@ -69,6 +69,9 @@ python_fix() {
 python_version() {
   "$1" -c 'import sys; print(".".join(map(str, sys.version_info[:3])))' 2>/dev/null || true
 }
+describe_python() {
+  if [ -n "$1" ]; then echo "Python $1"; else echo "a Python that does not run"; fi
+}
 accepted() { case " $ACCEPTED_PYTHONS " in *" ${1%.*} "*) return 0 ;; esac; return 1; }
 
 # The Python to make .venv with: $PYTHON if set (refused, not passed over, if it is not 3.11 to
@@ -83,8 +86,8 @@ find_python() {
       python_found=$PYTHON python_version_found=$version
       return 0
     fi
-    python_problem="PYTHON=$PYTHON is ${version:+Python $version}${version:-not a Python that runs};"
-    python_problem+=" the course runs on Python 3.11, 3.12 or 3.13. Fix: $(python_fix)"
+    python_problem="PYTHON=$PYTHON is $(describe_python "$version"); the course runs on"
+    python_problem+=" Python 3.11, 3.12 or 3.13. Fix: $(python_fix)"
     return 1
   fi
   for candidate in python3.11 python3.12 python3.13 python3; do
@@ -109,8 +112,8 @@ check_python() {
     if [ -n "$version" ] && accepted "$version"; then
       ok "Python $version in $VENV (3.11, 3.12 and 3.13 run the course; CI tests 3.11)"
     else
-      problem "Python: $VENV has ${version:+Python $version}${version:-a Python that does not run};\
- the course runs on 3.11, 3.12 or 3.13. Fix: rm -rf $VENV && $COURSE lab"
+      problem "Python: $VENV has $(describe_python "$version"); the course runs on 3.11, 3.12 or\
+ 3.13. Fix: rm -rf $VENV && $COURSE lab"
     fi
   elif [ -L "$VENV/bin/python" ]; then
     problem "Python: the Python that made $VENV is gone (removed or upgraded).\
@@ -130,7 +133,8 @@ check_python() {
 # without but could use here ("To enable the following instructions: AVX2 FMA ..."), so it
 # needs the others this CPU has; on a CPU without one it needs, it stops and names it ("compiled
 # to use AVX instructions, but these aren't available") or dies of an illegal instruction.
-# `lab` and `test` (quiet) skip the import when it passed since the last install on this CPU.
+# `lab` and `test` (quiet) skip the import when it passed since the last install (which removes
+# the mark) on this CPU.
 check_tensorflow() {
   local flags has= feature unused needs= missing status=0 out err
   local passed="$VENV/.tensorflow-imports" machine
@@ -145,8 +149,7 @@ check_tensorflow() {
     esac
   done
   machine="$(uname -m) $flags"
-  if [ -n "$quiet" ] && [ "$passed" -nt "$VENV/.installed" ] &&
-     [ "$(cat "$passed")" = "$machine" ]; then
+  if [ -n "$quiet" ] && [ -f "$passed" ] && [ "$(cat "$passed")" = "$machine" ]; then
     return 0
   fi
   err=$(mktemp)
@@ -243,6 +246,7 @@ setup() {
   fi
   if [ ! -f "$VENV/.installed" ] || [ requirements.txt -nt "$VENV/.installed" ] ||
      [ pyproject.toml -nt "$VENV/.installed" ]; then
+    rm -f "$VENV/.tensorflow-imports"  # check_tensorflow imports it again after an install
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
     if ! "$VENV/bin/python" -m pip install --quiet -r requirements.txt; then
       echo "pip could not install the pinned packages (its message is above): with 'No matching" \
