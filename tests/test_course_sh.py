@@ -127,8 +127,9 @@ class Machine:
         self.cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
 
     def free_gb(self, gigabytes: float) -> None:
+        kilobytes = int(gigabytes * 2**20)
         _script(self.bin / "df", "#!/usr/bin/env bash\necho 'Filesystem 1024-blocks Used "
-                f"Available Capacity Mounted on'\necho '/dev/x 1 1 {int(gigabytes * 2**20)} 1% /'\n")
+                f"Available Capacity Mounted on'\necho '/dev/x 1 1 {kilobytes} 1% /'\n")
 
     def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run([str(self.root / "course.sh"), *args], env={**self.env, **env},
