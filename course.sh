@@ -249,8 +249,9 @@ setup() {
     rm -f "$VENV/.tensorflow-imports"  # check_tensorflow imports it again after an install
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
     if ! "$VENV/bin/python" -m pip install --quiet -r requirements.txt; then
-      echo "pip could not install the pinned packages (its message is above): with 'No matching" \
-           "distribution' for tensorflow, TensorFlow 2.21 has no wheel for $(uname -sm)." >&2
+      echo "pip could not install the pinned packages (its message is above). 'No matching" \
+           "distribution found for tensorflow' means TensorFlow 2.21 has no wheel for" \
+           "$(uname -sm): it has Linux x86-64 and ARM64 (glibc 2.27+) and Apple-silicon ones." >&2
       exit 1
     fi
     touch "$VENV/.installed"

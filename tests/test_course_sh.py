@@ -341,7 +341,7 @@ def test_the_readme_quotes_what_doctor_prints_for_each_failure(machine):
     """The README's "When something goes wrong" lines are doctor's, for the same failures."""
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## When something goes wrong", 1)[1].split("\n## ", 1)[0]
-    quoted = [line for line in section.splitlines() if line.startswith("PROBLEM  ")]
+    quoted = [line.strip() for line in section.splitlines() if line.strip().startswith("PROBLEM")]
     machine.python("python3", "3.10.12")
     machine.program("apt-get")
     machine.free_gb(1.2)
