@@ -280,6 +280,21 @@ def test_test_imports_tensorflow_for_its_check_once_per_install(machine):
     assert machine.tensorflow_imports() == 2  # doctor always imports
     machine.cpu_flags("fpu sse4_2 avx")  # another CPU (the environment moved): checked again
     assert machine.run("test").returncode == 0 and machine.tensorflow_imports() == 3
+    (machine.root / ".venv" / ".installed").unlink()  # a new install: checked again
+    assert machine.run("test").returncode == 0 and machine.tensorflow_imports() == 4
+    assert machine.run("test").returncode == 0 and machine.tensorflow_imports() == 4
+
+
+def test_a_failed_install_ends_with_a_sentence(machine):
+    machine.venv()
+    (machine.root / ".venv" / ".installed").unlink()
+    Path(machine.env["STUB_EXIT_CODES"]).write_text("0 1")  # pip upgrades itself, then fails
+    result = machine.run("lab")
+    assert result.returncode == 1 and not (machine.root / ".venv" / ".installed").exists()
+    assert result.stderr.startswith("pip could not install the pinned packages")
+    assert [call.split("|")[0] for call in machine.calls()] == [
+        "python -m pip install --quiet --upgrade pip",
+        "python -m pip install --quiet -r requirements.txt"]
 
 
 # ipywidgets' JupyterLab extension.
