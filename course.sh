@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Gradient Clinic: set up the environment, then open the course, test it, regenerate it, or write
-# its student edition.
+# Gradient Clinic: check and set up the environment, then open the course, test it, regenerate
+# it, or write its student edition.
 #
 #   ./course.sh doctor       check the setup, one line each: the Python, TensorFlow and the CPU
 #                            features it needs, ipywidgets' JupyterLab extension, Chromium for
@@ -17,9 +17,10 @@
 #                            (default student/, relative to this folder): code outputs cleared
 #                            except cells tagged keep-output, solutions removed (INSTRUCTORS.md)
 #
-# CI (.ci/run) runs `test`, then `portability`. Extra arguments to `test` and `portability` go to
-# pytest. The environment lives in .venv (override with VENV=path). It is (re)installed from
-# requirements.txt whenever that file changes. Nothing is downloaded after the install.
+# CI (.ci/run) checks that the pins have wheels for 3.12 and 3.13, then runs `test`, then
+# `portability`. Extra arguments to `test` and `portability` go to pytest. The environment
+# lives in .venv (override with VENV=path). It is (re)installed from requirements.txt whenever
+# that file changes. Nothing is downloaded after the install.
 # Python 3.11, 3.12 and 3.13 run the course; where several are present it takes 3.11, the one
 # CI proves the stored outputs on (override with PYTHON=path).
 set -euo pipefail
