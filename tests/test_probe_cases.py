@@ -221,7 +221,7 @@ def softmax_output_with_keras_loss():
 
 # case: (first break or None, intact, causes that must appear, report statuses, hint word)
 EXPECTED = {
-    predict_inside_the_tape: ((VARIABLES, "error"), False, set(), "all none", "cut:"),
+    predict_inside_the_tape: ((VARIABLES, "pred"), False, set(), "all none", "cut:"),
     model_called_before_the_tape: ((VARIABLES, "probs"), False, {"unread"}, "all none",
                                    "cut:"),
     losses_collected_as_python_floats: (("y_pred", "spread"), False, set(), "all none",
