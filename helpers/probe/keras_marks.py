@@ -42,14 +42,17 @@ def layers_by_path(model: keras.layers.Layer) -> list[tuple[str, keras.layers.La
 
 
 def _children(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
-    listed = getattr(layer, "layers", None)  # Sequential and Functional models
-    children = list(listed) if isinstance(listed, (list, tuple)) else []
-    for value in vars(layer).values():  # sublayers kept as attributes (subclassed models)
-        for item in (value if isinstance(value, (list, tuple)) else
-                     value.values() if isinstance(value, dict) else [value]):
-            if isinstance(item, keras.layers.Layer) and item is not layer \
-                    and all(item is not c for c in children):
-                children.append(item)
+    listed = getattr(layer, "layers", None)  # a model lists its own layers
+    if isinstance(listed, (list, tuple)):
+        children = list(listed)
+    else:  # a layer keeps its sublayers as (public) attributes
+        children = []
+        for key, value in vars(layer).items():
+            items = (value if isinstance(value, (list, tuple)) else
+                     value.values() if isinstance(value, dict) else [value])
+            children += [item for item in items if not key.startswith("_")
+                         and isinstance(item, keras.layers.Layer) and item is not layer
+                         and all(item is not c for c in children)]
     return [c for c in children if not isinstance(c, keras.layers.InputLayer)]
 
 
