@@ -311,8 +311,9 @@ def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
     a dot on each mark it reaches (``reaches[source][mark]``), joined by a line; the top row
     shows which marks the loss reaches (filled) and which it does not (hollow); a green dot in
     the loss column: that source gets a gradient. Each break ``(start, end)`` is a red band
-    between its two columns (just before ``end`` when it starts at the sources) (``start`` / ``end`` name the
-    two ends of the path; any other name that is not a mark gets a column before the loss).
+    between its two columns, just before ``end`` when it starts at the sources (``start`` and
+    ``end`` name the two ends of the path; any other name that is not a mark gets a column
+    before the loss).
     A source that reaches no mark never enters the path: it sits below a dashed line, in
     grey. ``sources_reached[i]``: does the loss reach source i (its gradient is not None)?
     A mark that passes no gradient (NumPy, Python, integer) has a grey, italic label.

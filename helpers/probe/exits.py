@@ -2,9 +2,10 @@
 ``t.numpy()``, ``np.asarray(t)``, on a tensor or a variable.
 
 TensorFlow has no hook for this, so while a probe records eagerly, the conversion methods of
-eager tensors and variables are wrapped to note each float tensor converted, and restored on exit (also on
-error). The probe later asks which sources reach each noted tensor: a source whose gradient
-is None and that reaches one left TensorFlow there, as a Python or NumPy number.
+eager tensors and variables are wrapped to note each float tensor converted, and restored on
+exit (also on error). The probe later asks which sources reach each noted tensor: a source
+whose gradient is None and that reaches one left TensorFlow there, as a Python or NumPy
+number.
 """
 
 from __future__ import annotations
