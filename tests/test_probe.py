@@ -328,19 +328,6 @@ def test_locate_before_the_block_raises(model):
         GradientProbe().locate(tf.constant(1.0), model.trainable_weights)
 
 
-@pytest.mark.parametrize("name, value, error, match", [
-    ("", 1.0, ValueError, "non-empty name"),
-    (3, 1.0, ValueError, "non-empty name"),
-    (LOSS, 1.0, ValueError, "reserved"),
-    ("empty", [], ValueError, "holds no tensor"),
-    ("thing", object(), TypeError, "expected a tensor"),
-    ("input", keras.Input((3,)), TypeError, "KerasTensor"),
-])
-def test_bad_marks(name, value, error, match):
-    with GradientProbe() as probe, pytest.raises(error, match=match):
-        probe.mark(name, value)
-
-
 def test_duplicate_mark_name(frames):
     noisy, _ = frames
     with GradientProbe() as probe:

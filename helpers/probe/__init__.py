@@ -137,7 +137,7 @@ class GradientProbe:
         (``denoiser/encoder``). The model is left as it was when the block ends, even on
         error. Returns the layer paths."""
         self._require("mark_layers", recording=True)
-        return self._stack.enter_context(marking_layers(self.mark, model, lambda: self._busy))
+        return self._stack.enter_context(marking_layers(self.mark, model, self._elsewhere))
 
     @_not_converted
     def gradient(self, target: Any, sources: Any, **kwargs: Any) -> Any:
@@ -215,6 +215,12 @@ class GradientProbe:
         if usable and not error:
             self._last = (loss, sources, grads)
         return where
+
+    def _elsewhere(self) -> bool:
+        """The probe's own work, or a call in another trace (model.predict, a tf.function
+        the block calls): auto-marks skip those."""
+        return self._busy or tf.executing_eagerly() != self._eager or (
+            not self._eager and tf.compat.v1.get_default_graph() is not self._graph)
 
     def _note_exit(self, label: str, tensor: Any) -> None:
         if not self._busy and self.recording:

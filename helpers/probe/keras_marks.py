@@ -42,6 +42,8 @@ def layers_by_path(model: keras.layers.Layer) -> list[tuple[str, keras.layers.La
 
 
 def _children(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
+    if isinstance(layer, keras.layers.RNN):
+        return []  # its cell runs once per time step (and once more to build): too many marks
     listed = getattr(layer, "layers", None)  # a model lists its own layers
     if isinstance(listed, (list, tuple)):
         children = list(listed)

@@ -114,10 +114,11 @@ class Locator:
                        and not results[i].loss_reaches] if cause == "cut" else []
             if source in exits and not reached:  # it left TensorFlow before any mark
                 key = (VARIABLES, exits[source])
-            elif not reached:  # the source reaches no mark: the path breaks before the first
+            elif not reached:  # it reaches no mark: the path breaks before its layer's mark
                 on_path = [i for i in floats if results[i].loss_reaches
-                           and results[i].variables]
-                down = on_path or [i for i in floats if results[i].loss_reaches]
+                           and results[i].variables]  # or else before the first on the path
+                down = _owners(source, results, floats) or on_path or [
+                    i for i in floats if results[i].loss_reaches]
                 key = (VARIABLES, results[down[0]].name if down else LOSS)
             else:  # from the last mark it reaches, to the first later mark not fed by it
                 start = reached[-1]
@@ -205,6 +206,14 @@ class Locator:
     def earlier(self, index: int) -> list[MarkResult]:
         """The results of the marks before ``index`` that feed it (already computed)."""
         return [r for i, r in enumerate(self.done) if i < index and self.feeds(i, index)]
+
+
+def _owners(source: str, results: list[MarkResult], floats: list[int]) -> list[int]:
+    """The marks named like the layer that owns the variable ``source`` (``model/dense`` for
+    ``dense/kernel`` or ``model/dense/kernel``), as ``mark_layers`` names them."""
+    layer = source.rpartition("/")[0]
+    return [i for i in floats if layer and (results[i].name == layer
+                                            or results[i].name.endswith("/" + layer))]
 
 
 def loss_note(loss: Any, eager: bool, span: Sequence[int | None]) -> str:
