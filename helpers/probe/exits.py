@@ -1,5 +1,7 @@
 """Where a value leaves TensorFlow inside the probe's block: ``float(t)``, ``int(t)``,
-``t.numpy()``, ``np.asarray(t)``, on a tensor or a variable.
+``t.numpy()`` on a tensor or a variable, ``np.asarray(variable)``. (``np.asarray(tensor)``
+goes through the buffer protocol, which has no Python method to wrap: not seen; the marks
+still find that break.)
 
 TensorFlow has no hook for this, so while a probe records eagerly, the conversion methods of
 eager tensors and variables are wrapped to note each float tensor converted, and restored on
