@@ -11,7 +11,7 @@ import numbers
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import keras
 import numpy as np
@@ -19,15 +19,12 @@ import tensorflow as tf
 
 from helpers.why_none import is_variable
 
-if TYPE_CHECKING:  # pragma: no cover - the probe registers itself in _active
-    from helpers.probe import GradientProbe
-
 VARIABLES = "(variables)"
 LOSS = "(loss)"
 
 Kind = Literal["float", "integer", "variable", "numpy", "python"]
 NO_GRADIENT_KINDS = ("integer", "numpy", "python")
-_active: list[GradientProbe] = []  # probes whose `with` block is running, innermost last
+_active: list[Any] = []  # the GradientProbes whose `with` block is running, innermost last
 
 
 class ProbeError(RuntimeError):
@@ -41,11 +38,6 @@ def mark(name: str, value: Any) -> Any:
     """Record ``value`` (a tensor or a nested list / dict of them) into the probe that is
     recording, and return it unchanged. Does nothing when no probe is recording."""
     return _active[-1].mark(name, value) if _active else value
-
-
-def recording_probe() -> GradientProbe | None:
-    """The innermost probe whose ``with`` block is running, or None."""
-    return _active[-1] if _active else None
 
 
 @dataclass
