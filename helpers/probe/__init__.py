@@ -33,16 +33,16 @@ trace (None or not None is known while tracing, zero / NaN is not). The parts: `
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import keras
 import tensorflow as tf
 
-from helpers.gradients import GradientReport, gradient_report, variable_name
+from helpers.gradients import GradientReport, gradient_report
 from helpers.probe.exits import noting_exits
 from helpers.probe.keras_marks import marking_layers
-from helpers.probe.locate import Gradients, Locator, loss_note
+from helpers.probe.locate import Gradients, Locator, loss_note, source_names
 from helpers.probe.location import Location, MarkResult
 from helpers.probe.marks import (
     LOSS,
@@ -50,10 +50,14 @@ from helpers.probe.marks import (
     ProbeError,
     _active,
     _creation_order,
+    check_same_trace,
     check_sources,
     classify,
-    is_plain_tensor,
+    leaves,
     mark,
+    require,
+    same_trace,
+    watch_mark,
     watchable,
 )
 
@@ -124,7 +128,7 @@ class GradientProbe:
     @_not_converted
     def watch(self, value: Any) -> None:
         """``tape.watch``: also record operations on ``value`` (float tensors or variables)."""
-        self._require("watch", recording=True)
+        require(self._state, "watch", recording=True)
         for leaf in keras.tree.flatten(value):
             self._tape.watch(watchable(leaf))
             if tf.is_tensor(leaf):
@@ -136,14 +140,14 @@ class GradientProbe:
         sub-models too) each time it is called in this block, named by its path
         (``denoiser/encoder``). The model is left as it was when the block ends, even on
         error. Returns the layer paths."""
-        self._require("mark_layers", recording=True)
+        require(self._state, "mark_layers", recording=True)
         return self._stack.enter_context(marking_layers(self.mark, model, self._elsewhere))
 
     @_not_converted
     def gradient(self, target: Any, sources: Any, **kwargs: Any) -> Any:
         """``tape.gradient(target, sources, ...)`` on the probe's tape."""
-        self._require("gradient", recording=False)
-        with self._paused():
+        require(self._state, "gradient", recording=False)
+        with _paused(self):
             return self._tape.gradient(target, keras.tree.map_structure(watchable, sources),
                                        **kwargs)
 
@@ -156,7 +160,7 @@ class GradientProbe:
         if loss is not last_loss or len(sources) != len(last_sources) or any(
                 a is not b for a, b in zip(sources, last_sources)):
             grads = self.gradient(loss, sources)  # else: locate() just computed them
-        return gradient_report(grads, sources, self._source_names(sources, names))
+        return gradient_report(grads, sources, source_names(self._marks, sources, names))
 
     @_not_converted
     def mark(self, name: str, value: Any) -> Any:
@@ -165,17 +169,9 @@ class GradientProbe:
         Float tensors are watched. A nested list / dict is marked leaf by leaf, as
         ``name[0]``, ``name['key']``. Mark a tensor right after it is computed.
         """
-        self._require("mark", recording=True)
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"a mark needs a non-empty name (a str), got {name!r}.")
-        if name in (VARIABLES, LOSS):
-            raise ValueError(f"{name!r} is reserved for the ends of the path; pick another.")
-        nested = isinstance(value, (list, tuple, dict))
-        leaves = keras.tree.flatten_with_path(value) if nested else [((), value)]
-        if not leaves:
-            raise ValueError(f"mark {name!r}: the structure holds no tensor.")
-        for path, leaf in leaves:
-            self._mark_one(name + "".join(f"[{p!r}]" for p in path), leaf)
+        require(self._state, "mark", recording=True)
+        for leaf_name, leaf in leaves(name, value):
+            self._mark_one(leaf_name, leaf)
         return value
 
     def _mark_one(self, name: str, value: Any) -> None:
@@ -184,16 +180,8 @@ class GradientProbe:
                              f"own name; in a loop use e.g. f'{name}_{{t}}'.")
         m = classify(name, value)
         if m.kind in ("float", "variable"):
-            self._check_same_trace(f"probe.mark({name!r}, ...)")
-            self._tape.watch(watchable(value))
-            self._watched.add(watchable(value).ref())
-            m.tape = tf.GradientTape(persistent=True, watch_accessed_variables=False)
-            m.tape.__enter__()
-            m.tape.watch(watchable(value))
-            made, begun = _creation_order(value) if self._eager else None, self._span[0]
-            if m.kind == "float" and made is not None and begun is not None and made < begun:
-                m.note = ("computed before the `with` block began: the tape never saw how "
-                          "it was made.")
+            check_same_trace(f"probe.mark({name!r}, ...)", self._eager, self._graph)
+            watch_mark(m, self._tape, self._watched, self._span[0] if self._eager else None)
         self._marks.append(m)
 
     @_not_converted
@@ -201,14 +189,14 @@ class GradientProbe:
                names: Sequence[str] | None = None) -> Location:
         """Where the gradient path from ``sources`` (variables or watched tensors) to
         ``loss`` breaks. Returns a ``Location`` that prints as an explanation."""
-        self._require("locate", recording=False)
+        require(self._state, "locate", recording=False)
         sources = check_sources(sources)
-        names = self._source_names(sources, names)
+        names = source_names(self._marks, sources, names)
         note = loss_note(loss, self._eager, self._span)
         usable = not note or "block" in note
         if usable:
-            self._check_same_trace("probe.locate(loss, ...)", loss)
-        with self._paused():
+            check_same_trace("probe.locate(loss, ...)", self._eager, self._graph, loss)
+        with _paused(self):
             locator = Locator(self._tape, self._marks, self._watched, self._exits,
                               self._eager, self._grads)
             where, grads, error = locator.run(loss, sources, names, note, usable)
@@ -219,57 +207,23 @@ class GradientProbe:
     def _elsewhere(self) -> bool:
         """The probe's own work, or a call in another trace (model.predict, a tf.function
         the block calls): auto-marks skip those."""
-        return self._busy or tf.executing_eagerly() != self._eager or (
-            not self._eager and tf.compat.v1.get_default_graph() is not self._graph)
+        return self._busy or not same_trace(self._eager, self._graph)
 
     def _note_exit(self, label: str, tensor: Any) -> None:
         if not self._busy and self.recording:
             self._exits.append((label, tensor, len(self._marks)))
 
-    def _source_names(self, sources: list[Any], names: Sequence[str] | None) -> list[str]:
-        if names is not None:
-            names = list(names)
-            if len(names) != len(sources) or not all(isinstance(n, str) for n in names):
-                raise ValueError(f"names must be {len(sources)} strings, one per source.")
-            return names
-        marked = {m.value.ref(): m.name for m in self._marks if is_plain_tensor(m.value)}
-        return [marked.get(s.ref(), f"source_{i}") if is_plain_tensor(s)
-                else variable_name(s, i) for i, s in enumerate(sources)]
 
-    def _require(self, what: str, *, recording: bool) -> None:
-        if recording and self._state != "recording":
-            when = "before" if self._state == "new" else "after"
-            raise ProbeError(f"probe.{what}() was called {when} the `with GradientProbe() as "
-                             "probe:` block. The tape records only inside it: call it there.")
-        if not recording and self._state == "new":
-            raise ProbeError(f"probe.{what}() needs a recorded forward pass: run it inside "
-                             "`with GradientProbe() as probe:` first.")
-
-    @contextlib.contextmanager
-    def _paused(self):
-        """Keep the probe's own gradient computations off every tape and out of the marks."""
-        with contextlib.ExitStack() as stack:
-            if self.recording:
-                for tape in [self._tape, *(m.tape for m in self._marks if m.tape)]:
-                    stack.enter_context(tape.stop_recording())
-            self._busy = True
-            stack.callback(setattr, self, "_busy", False)
-            yield
-
-    def _check_same_trace(self, what: str, tensor: Any = None) -> None:
-        eager = tf.executing_eagerly()
-        if eager != self._eager or (not eager and tf.compat.v1.get_default_graph()
-                                    is not self._graph):
-            raise ProbeError(
-                f"{what} ran {'eagerly' if eager else 'inside a tf.function'}, but the probe's "
-                f"`with` block {'runs eagerly' if self._eager else 'is in another trace'}. A "
-                "probe sees only the trace it was opened in: mark the inputs and outputs of "
-                "the tf.function instead, or run it eagerly while you debug "
-                "(tf.config.run_functions_eagerly(True)), or put the whole `with` block and "
-                "locate() inside one tf.function.")
-        graph = getattr(tensor, "graph", None)
-        if tensor is not None and not eager and graph is not None and graph is not self._graph:
-            raise ProbeError(f"{what}: the loss belongs to another tf.function trace.")
+@contextlib.contextmanager
+def _paused(probe: GradientProbe) -> Iterator[None]:
+    """Keep the probe's own gradient computations off every tape and out of the marks."""
+    with contextlib.ExitStack() as stack:
+        if probe.recording:
+            for tape in [probe.tape, *(m.tape for m in probe._marks if m.tape)]:
+                stack.enter_context(tape.stop_recording())
+        probe._busy = True
+        stack.callback(setattr, probe, "_busy", False)
+        yield
 
 
 __all__ = ["LOSS", "VARIABLES", "GradientProbe", "Location", "MarkResult", "ProbeError", "mark"]

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from helpers.gradients import variable_name
 from helpers.probe.location import (
     Location,
     LossStatus,
@@ -206,6 +207,19 @@ class Locator:
     def earlier(self, index: int) -> list[MarkResult]:
         """The results of the marks before ``index`` that feed it (already computed)."""
         return [r for i, r in enumerate(self.done) if i < index and self.feeds(i, index)]
+
+
+def source_names(marks: list[Mark], sources: list[Any], names: Sequence[str] | None
+                 ) -> list[str]:
+    """The names given, else a variable's path, a marked tensor's mark, or ``source_<i>``."""
+    if names is not None:
+        names = list(names)
+        if len(names) != len(sources) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"names must be {len(sources)} strings, one per source.")
+        return names
+    marked = {m.value.ref(): m.name for m in marks if is_plain_tensor(m.value)}
+    return [marked.get(s.ref(), f"source_{i}") if is_plain_tensor(s)
+            else variable_name(s, i) for i, s in enumerate(sources)]
 
 
 def _owners(source: str, results: list[MarkResult], floats: list[int]) -> list[int]:

@@ -83,6 +83,69 @@ def classify(name: str, value: Any) -> Mark:
                     f"number or a list / dict of them, got {type(value).__name__}.")
 
 
+def leaves(name: str, value: Any) -> list[tuple[str, Any]]:
+    """``(name, value)``, or for a nested list / dict one ``(name[0], leaf)``,
+    ``(name['key'], leaf)`` per leaf; a ValueError for a name that cannot be a mark's."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a mark needs a non-empty name (a str), got {name!r}.")
+    if name in (VARIABLES, LOSS):
+        raise ValueError(f"{name!r} is reserved for the ends of the path; pick another.")
+    nested = isinstance(value, (list, tuple, dict))
+    found = keras.tree.flatten_with_path(value) if nested else [((), value)]
+    if not found:
+        raise ValueError(f"mark {name!r}: the structure holds no tensor.")
+    return [(name + "".join(f"[{p!r}]" for p in path), leaf) for path, leaf in found]
+
+
+def watch_mark(m: Mark, tape: tf.GradientTape, watched: set[Any], begun: int | None) -> None:
+    """Watch a float or variable mark on the probe's tape and open its own tape; note a
+    float tensor made before the block began (``begun``: the creation counter then)."""
+    value = watchable(m.value)
+    tape.watch(value)
+    watched.add(value.ref())
+    m.tape = tf.GradientTape(persistent=True, watch_accessed_variables=False)
+    m.tape.__enter__()
+    m.tape.watch(value)
+    made = _creation_order(m.value) if begun is not None else None
+    if m.kind == "float" and made is not None and made < begun:
+        m.note = "computed before the `with` block began: the tape never saw how it was made."
+
+
+def same_trace(eager: bool, graph: Any) -> bool:
+    """Is this code running where the probe's block runs (eagerly, or in the same trace)?"""
+    now = tf.executing_eagerly()
+    return now == eager and (now or tf.compat.v1.get_default_graph() is graph)
+
+
+def check_same_trace(what: str, eager: bool, graph: Any, tensor: Any = None) -> None:
+    """A ProbeError, saying what to do, when ``what`` runs outside the probe's trace."""
+    if not same_trace(eager, graph):
+        now = tf.executing_eagerly()
+        raise ProbeError(
+            f"{what} ran {'eagerly' if now else 'inside a tf.function'}, but the probe's "
+            f"`with` block {'runs eagerly' if eager else 'is in another trace'}. A "
+            "probe sees only the trace it was opened in: mark the inputs and outputs of "
+            "the tf.function instead, or run it eagerly while you debug "
+            "(tf.config.run_functions_eagerly(True)), or put the whole `with` block and "
+            "locate() inside one tf.function.")
+    tensor_graph = getattr(tensor, "graph", None)
+    if tensor is not None and not eager and tensor_graph is not None \
+            and tensor_graph is not graph:
+        raise ProbeError(f"{what}: the loss belongs to another tf.function trace.")
+
+
+def require(state: str, what: str, *, recording: bool) -> None:
+    """A ProbeError when ``probe.<what>()`` is called outside the block (``recording``) or
+    before it (not ``recording``); ``state``: new, recording or done."""
+    if recording and state != "recording":
+        when = "before" if state == "new" else "after"
+        raise ProbeError(f"probe.{what}() was called {when} the `with GradientProbe() as "
+                         "probe:` block. The tape records only inside it: call it there.")
+    if not recording and state == "new":
+        raise ProbeError(f"probe.{what}() needs a recorded forward pass: run it inside "
+                         "`with GradientProbe() as probe:` first.")
+
+
 def _creation_order(tensor: Any = None) -> int | None:
     """The one private TensorFlow internal the probe uses (tests/test_probe_marks.py pins it).
 
