@@ -117,6 +117,12 @@ def _with_weight(m):
     return [*m.trainable_variables, _WEIGHT]
 
 
+def side_read_then_stopped(p, m):
+    out = m(_x())
+    print(f"{float(tf.reduce_sum(out)):.1f}", end="\r")  # a side read, not the cut
+    return _sum(p.mark("stopped", tf.stop_gradient(p.mark("out", out))))
+
+
 def stopped_unmarked(p, m):
     return _sum(p.mark("stopped", tf.stop_gradient(m(_x()))))
 
@@ -193,7 +199,7 @@ NOTES = {
     "has no usable gradient: tape.gradient raises LookupError": (no_gradient_op, None,
                                                                  stopped, None),
     "leaves TensorFlow at 'float() (conversion 1)'": (python_float_weight, _with_weight,
-                                                      healthy, _with_weight),
+                                                      side_read_then_stopped, None),
     "a tensor the tape never watched": (uses_unwatched, _source, uses_watched, _source),
     "an integer dtype: integers have no gradient": (healthy, _ids, uses_watched, _source),
 }

@@ -154,18 +154,23 @@ class Locator:
     def exit_labels(self, sources: list[Any], names: list[str], causes: dict[str, Cause],
                     results: list[MarkResult]) -> dict[str, str]:
         """For each cut source that reaches a value converted to a Python / NumPy number
-        inside the block, the first such conversion (or the Python / NumPy mark of it)."""
+        inside the block, after the last mark it reaches, the first such conversion (or the
+        Python / NumPy mark made right after it). Not when tape.gradient itself raised."""
         found: dict[str, str] = {}
+        floats = [i for i, r in enumerate(results) if r.kind not in NO_GRADIENT_KINDS]
+        last = {n: max([i for i in floats if n in results[i].variables], default=-1)
+                for n in names}  # a conversion before it is a side read, not the cut
         for number, (label, tensor, position) in enumerate(self.exits, 1):
-            todo = [(n, s) for n, s in zip(names, sources)
-                    if causes.get(n) == "cut" and n not in found]
+            todo = [(n, s) for n, s in zip(names, sources) if causes.get(n) == "cut"
+                    and n not in found and position > last[n] and not self.main_error]
             if not todo:
-                break
-            grads, _ = self.grads.of(self.tape, tensor, [s for _, s in todo])
-            after = [r.name for r in results[position:position + 1]
-                     if r.kind in ("python", "numpy")]
+                continue
             if is_variable(tensor):  # float(variable): the variable itself left
                 grads = [True if watchable(s) is watchable(tensor) else None for _, s in todo]
+            else:
+                grads = self.grads.of(self.tape, tensor, [s for _, s in todo])[0]
+            after = [r.name for r in results[position:position + 1]
+                     if r.kind in ("python", "numpy")]
             for (n, _), g in zip(todo, grads):
                 if g is not None:
                     found[n] = after[0] if after else f"{label} (conversion {number})"
