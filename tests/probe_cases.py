@@ -272,11 +272,16 @@ def watched_integer_token_ids():
     return probe, loss, [ids], ["token_ids"]
 
 
-class _DerivedKernel(keras.layers.Layer):
-    """Spectral / weight normalisation done in build() (tensorflow/addons#1017 family)."""
+class DerivedKernel(keras.layers.Layer):
+    """Weight normalisation done wrong: the unit-norm kernel is computed once, in build()
+    (tensorflow/addons#1017 family)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
 
     def build(self, input_shape):
-        self.v = self.add_weight(shape=(input_shape[-1], 3), name="v")
+        self.v = self.add_weight(shape=(input_shape[-1], self.units), name="v")
         self.kernel = self.v / tf.norm(self.v)
 
     def call(self, x):
@@ -286,34 +291,32 @@ class _DerivedKernel(keras.layers.Layer):
 def derived_weights_after_a_healthy_layer():
     """Weights derived in build(), behind a healthy layer, every layer auto-marked. Used to
     name the healthy layer before it."""
-    model = _seq(keras.layers.Dense(5, name="front"), _DerivedKernel(name="derived"))
+    model = _seq(keras.layers.Dense(5, name="front"), DerivedKernel(3, name="derived"))
     with GradientProbe() as probe:
         probe.mark_layers(model)
         loss = tf.reduce_mean(tf.square(model(_x())))
     return probe, loss, model.trainable_variables, None
 
 
-def py_function_with_a_numpy_body():
-    """A NumPy body in tf.py_function (tensorflow/tensorflow#36276): TensorFlow's own gradient
-    raises. Used to crash the probe (KeyError: b'pyfunc_0')."""
+def _before_after(op):
+    """A Dense layer's output marked 'before', ``op`` of it marked 'after', their sum."""
     model = _seq(keras.layers.Dense(3))
     with GradientProbe() as probe:
         out = probe.mark("before", model(_x()))
-        doubled = tf.py_function(lambda t: tf.constant(t.numpy() * 2.0), [out], tf.float32)
-        after = probe.mark("after", tf.reshape(doubled, (4, 3)))
-        loss = tf.reduce_sum(after)
+        loss = tf.reduce_sum(probe.mark("after", tf.reshape(op(out), (4, 3))))
     return probe, loss, model.trainable_variables, None
+
+
+def py_function_with_a_numpy_body():
+    """A NumPy body in tf.py_function (tensorflow/tensorflow#36276): TensorFlow's own gradient
+    raises. Used to crash the probe (KeyError: b'pyfunc_0')."""
+    return _before_after(lambda out: tf.py_function(
+        lambda t: tf.constant(t.numpy() * 2.0), [out], tf.float32))
 
 
 def numpy_function_in_the_loss():
     """tf.numpy_function has no gradient (tensorflow/tensorflow#27554)."""
-    model = _seq(keras.layers.Dense(3))
-    with GradientProbe() as probe:
-        out = probe.mark("before", model(_x()))
-        after = probe.mark("after", tf.reshape(
-            tf.numpy_function(lambda t: t * 2.0, [out], tf.float32), (4, 3)))
-        loss = tf.reduce_sum(after)
-    return probe, loss, model.trainable_variables, None
+    return _before_after(lambda out: tf.numpy_function(lambda t: t * 2.0, [out], tf.float32))
 
 
 @tf.custom_gradient
@@ -323,12 +326,7 @@ def _clip_without_gradient(x):
 
 def custom_gradient_returning_none():
     """A custom_gradient whose gradient function returns None (tensorflow/tensorflow#31945)."""
-    model = _seq(keras.layers.Dense(3))
-    with GradientProbe() as probe:
-        out = probe.mark("before", model(_x()))
-        after = probe.mark("after", _clip_without_gradient(out))
-        loss = tf.reduce_sum(after)
-    return probe, loss, model.trainable_variables, None
+    return _before_after(_clip_without_gradient)
 
 
 def loss_weight_read_as_a_python_float():
@@ -392,13 +390,7 @@ def numpy_in_a_gan_step():
 
 def control_py_function_with_a_tensorflow_body():
     """Healthy: a py_function whose body uses TensorFlow ops has a gradient."""
-    model = _seq(keras.layers.Dense(3))
-    with GradientProbe() as probe:
-        out = probe.mark("before", model(_x()))
-        after = probe.mark("after", tf.reshape(
-            tf.py_function(lambda t: t * 2.0, [out], tf.float32), (4, 3)))
-        loss = tf.reduce_sum(after)
-    return probe, loss, model.trainable_variables, None
+    return _before_after(lambda out: tf.py_function(lambda t: t * 2.0, [out], tf.float32))
 
 
 @tf.function
@@ -421,11 +413,7 @@ def _straight_through_round(x):
 
 def control_straight_through_custom_gradient():
     """Healthy: a custom_gradient straight-through estimator."""
-    model = _seq(keras.layers.Dense(3))
-    with GradientProbe() as probe:
-        out = probe.mark("before", model(_x()))
-        loss = tf.reduce_sum(probe.mark("after", _straight_through_round(out)))
-    return probe, loss, model.trainable_variables, None
+    return _before_after(_straight_through_round)
 
 
 class _Block(keras.Model):

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from probe_cases import ASIDE, PUBLIC
+from probe_cases import ASIDE, PUBLIC, DerivedKernel
 
 import helpers  # noqa: F401
 from helpers.probe import VARIABLES, GradientProbe
@@ -156,20 +156,9 @@ def test_defect_4_two_breaks_are_both_reported_in_forward_order():
 
 
 # -- defect 5: variables never read inside the tape -------------------------------------------
-class _DerivedWeight(keras.layers.Layer):
-    """Weight normalisation done wrong: the unit-norm kernel is computed once, in build()."""
-
-    def build(self, input_shape):
-        self.v = self.add_weight(shape=(input_shape[-1], 2), name="v")
-        self.kernel = self.v / tf.norm(self.v)
-
-    def call(self, x):
-        return x @ self.kernel
-
-
 def test_defect_5_derived_weights_are_never_read_inside_the_tape():
     keras.utils.set_random_seed(8)
-    layer = _DerivedWeight(name="wn")
+    layer = DerivedKernel(2, name="wn")
     layer(_data())
     with GradientProbe() as probe:
         loss = tf.reduce_sum(probe.mark("out", layer(_data())))
