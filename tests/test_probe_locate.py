@@ -295,3 +295,29 @@ def test_a_spent_py_function_is_an_answer_not_a_crash():
     assert probe.report(loss, model.trainable_variables).all("ok")  # locate's gradients
     again = probe.locate(loss, model.trainable_variables)  # from the cache: no second pop
     assert again.intact
+
+
+@pytest.mark.parametrize("body", ["py_function", "nested tf.function"])
+def test_inside_tf_function_the_probes_gradients_never_run_with_the_step(body):
+    """The probe's own gradient ops live in a graph that never runs: a py_function's gradient
+    runs once, in the step's own gradient, and the step runs on every call."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3)])
+    inner = tf.function(lambda y: tf.reduce_sum(tf.square(y)))
+    verdicts = []
+
+    @tf.function
+    def step(x):
+        with GradientProbe() as probe:
+            out = probe.mark("before", model(x))
+            if body == "py_function":
+                out = tf.reshape(tf.py_function(lambda t: t * 2.0, [out], tf.float32), (4, 3))
+            loss = inner(probe.mark("after", out))
+        verdicts.append(probe.locate(loss, model.trainable_variables))
+        return probe.gradient(loss, model.trainable_variables)
+
+    for _ in range(2):
+        grads = step(_data())
+        assert all(g is not None and bool(tf.reduce_any(g != 0.0)) for g in grads)
+    assert len(verdicts) == 1 and verdicts[0].traced and verdicts[0].intact
+    assert verdicts[0]["before"].loss_reaches and verdicts[0]["after"].variables

@@ -42,7 +42,7 @@ import tensorflow as tf
 from helpers.gradients import GradientReport, gradient_report
 from helpers.probe.exits import noting_exits
 from helpers.probe.keras_marks import marking_layers
-from helpers.probe.locate import Gradients, Locator, loss_note, source_names
+from helpers.probe.locate import Gradients, Locator, aside, loss_note, source_names
 from helpers.probe.location import Location, MarkResult
 from helpers.probe.marks import (
     LOSS,
@@ -199,8 +199,9 @@ class GradientProbe:
         with _paused(self):
             locator = Locator(self._tape, self._marks, self._watched, self._exits,
                               self._eager, self._grads)
-            where, grads, error = locator.run(loss, sources, names, note, usable)
-        if usable and not error:
+            where, grads, error = aside(self._eager, lambda: locator.run(
+                loss, sources, names, note, usable))
+        if usable and not error and self._eager:
             self._last = (loss, sources, grads)
         return where
 

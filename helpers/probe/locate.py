@@ -10,7 +10,7 @@ answered "connected, values unknown" rather than crashing.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
@@ -212,6 +212,17 @@ class Locator:
     def earlier(self, index: int) -> list[MarkResult]:
         """The results of the marks before ``index`` that feed it (already computed)."""
         return [r for i, r in enumerate(self.done) if i < index and self.feeds(i, index)]
+
+
+def aside(eager: bool, question: Callable[[], Any]) -> Any:
+    """``question()`` now when eager; inside a trace, in a graph of its own that never runs.
+    Only None-or-not is needed there, and the probe's gradient ops must not run with the
+    step: a tf.py_function's gradient would run twice, and fail the second time."""
+    if eager:
+        return question()
+    found: list[Any] = []
+    tf.function(lambda: found.append(question()), autograph=False).get_concrete_function()
+    return found[0]
 
 
 def source_names(marks: list[Mark], sources: list[Any], names: Sequence[str] | None
