@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from probe_cases import DerivedKernel
 
 import helpers  # noqa: F401
 from helpers.denoiser import make_frame_denoiser
@@ -174,71 +175,138 @@ def _mse(a, b):
     return tf.reduce_mean(tf.square(a - b))
 
 
-def _guide_case(name, auto):
-    """One of notebook 05's Keras cases, with its own marks (auto=False) or none but
-    ``probe.mark_layers(model)``. Returns the verdict."""
+class _OutputGain(keras.layers.Layer):
+    def build(self, input_shape):
+        self.gain = self.add_weight(shape=(), initializer="ones", name="gain", trainable=False)
+
+    def call(self, x):
+        return self.gain * x
+
+
+def _gained():
+    return keras.Sequential([make_frame_denoiser(), _OutputGain(name="output")], name="gained")
+
+
+def _batch_norm():
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((512,)), keras.layers.Dense(16, name="encoder"),
+                             keras.layers.BatchNormalization(name="norm"),
+                             keras.layers.Dense(512, name="decoder")], name="bn_denoiser")
+
+
+def _unit_norm():
+    keras.utils.set_random_seed(0)
+    layer = DerivedKernel(512, name="unit_norm")
+    layer.build((None, 512))
+    return layer
+
+
+def _early(model):
+    _EARLY[model.name] = model(FRAMES[0])
+
+
+_EARLY: dict[str, tf.Tensor] = {}
+
+
+def _body(name, mark, model):
+    """Notebook 05's code for one case; ``mark`` is probe.mark, or a no-op with auto-marks."""
     noisy, clean = FRAMES
-    model = make_frame_denoiser()
-    mark = (lambda n, v: v) if auto else None
-    with GradientProbe() as probe:
-        if auto:
-            probe.mark_layers(model)
-        else:
-            mark = probe.mark
-        if name == "healthy":
-            hidden = mark("hidden", model.get_layer("encoder")(mark("noisy", noisy)))
-            loss = _mse(mark("denoised", model.get_layer("decoder")(hidden)), clean)
-        elif name == "numpy overlap-add":
-            out = mark("denoised", model(noisy))
-            audio = mark("audio", tf.convert_to_tensor(out.numpy() * 0.5))
-            loss = _mse(audio, clean)
-        elif name == "pcm":
-            out = mark("denoised", model(noisy))
-            pcm = mark("pcm", tf.cast(tf.round(out * 32767.0), tf.int16))
-            loss = _mse(mark("decoded", tf.cast(pcm, tf.float32) / 32767.0), clean)
-        elif name == "adjust_contrast":
-            out = mark("denoised", model(noisy))
-            loss = tf.reduce_mean(mark("stretched", tf.image.adjust_contrast(out[..., None],
-                                                                             2.0)))
-        elif name == "assign":
-            buffer = tf.Variable(tf.zeros((8, 512)), trainable=False)
-            buffer.assign(mark("denoised", model(noisy)))
-            loss = _mse(mark("buffer", buffer), clean)
-        elif name == "stop_gradient":
-            hidden = mark("hidden", model.get_layer("encoder")(noisy))
-            frozen = mark("hidden_stopped", tf.stop_gradient(hidden))
-            loss = _mse(mark("denoised", model.get_layer("decoder")(frozen)), clean)
-        elif name == "loss after the block":
-            out = mark("denoised", model(noisy))
-        elif name == "librosa (.numpy())":
-            out = mark("denoised", model(noisy))
-            loss = _mse(tf.constant(mark("mel_np", np.abs(out.numpy()))), clean)
+    if name == "healthy":
+        hidden = mark("hidden", model.get_layer("encoder")(mark("noisy", noisy)))
+        return _mse(mark("denoised", model.get_layer("decoder")(hidden)), clean)
+    if name in ("stop_gradient", "stop_gradient in tf.function"):
+        frozen = mark("hidden_stopped", tf.stop_gradient(
+            mark("hidden", model.get_layer("encoder")(noisy))))
+        return _mse(mark("denoised", model.get_layer("decoder")(frozen)), clean)
+    if name == "forward pass before the block":
+        return _mse(mark("denoised", _EARLY[model.name]), clean)
+    out = mark("denoised", model(noisy, training=True) if name == "batch norm" else model(noisy))
     if name == "loss after the block":
-        loss = _mse(out, clean)
-    return probe.locate(loss, model.trainable_weights)
+        return out  # the loss is computed from it after the block
+    if name == "numpy overlap-add":
+        return _mse(mark("audio", tf.convert_to_tensor(out.numpy() * 0.5)), clean)
+    if name == "pcm":
+        pcm = mark("pcm", tf.cast(tf.round(out * 32767.0), tf.int16))
+        return _mse(mark("decoded", tf.cast(pcm, tf.float32) / 32767.0), clean)
+    if name == "adjust_contrast":
+        return tf.reduce_mean(mark("stretched", tf.image.adjust_contrast(out[..., None], 2.0)))
+    if name == "assign":
+        buffer = tf.Variable(tf.zeros((8, 512)), trainable=False)
+        buffer.assign(out)
+        return _mse(mark("buffer", buffer), clean)
+    if name == "librosa (.numpy())":
+        return _mse(tf.constant(mark("mel_np", np.abs(out.numpy()))), clean)
+    if name == "tf.cond on the energy":
+        energy = mark("energy", tf.reduce_mean(tf.square(out)))
+        return tf.cond(energy < 0.0, lambda: energy, lambda: tf.constant(0.0))
+    return _mse(out, clean)  # gain, batch norm, derived weights, input never watched
 
 
-# manual break -> the same place in layer paths (the model's output is "denoiser")
+# case: (model, sources, before the block, manual break, auto break); the model's output is
+# "denoiser", so a manual break after 'denoised' is a break after "denoiser" with auto-marks
 GUIDE = {
-    "healthy": (None, None),
-    "numpy overlap-add": (("denoised", "audio"), ("denoiser", LOSS)),
-    "pcm": (("denoised", "decoded"), ("denoiser", LOSS)),
-    "adjust_contrast": (("denoised", "stretched"), ("denoiser", LOSS)),
-    "assign": (("denoised", "buffer"), ("denoiser", LOSS)),
-    "stop_gradient": (("hidden", "hidden_stopped"), ("denoiser/encoder", "denoiser/decoder")),
-    "loss after the block": (("denoised", LOSS), ("denoiser", LOSS)),
-    "librosa (.numpy())": (("denoised", LOSS), ("denoiser", LOSS)),
+    "healthy": (make_frame_denoiser, None, None, None, None),
+    "numpy overlap-add": (make_frame_denoiser, None, None, ("denoised", "audio"),
+                          ("denoiser", LOSS)),
+    "pcm": (make_frame_denoiser, None, None, ("denoised", "decoded"), ("denoiser", LOSS)),
+    "adjust_contrast": (make_frame_denoiser, None, None, ("denoised", "stretched"),
+                        ("denoiser", LOSS)),
+    "assign": (make_frame_denoiser, None, None, ("denoised", "buffer"), ("denoiser", LOSS)),
+    "loss after the block": (make_frame_denoiser, None, None, ("denoised", LOSS),
+                             ("denoiser", LOSS)),
+    "librosa (.numpy())": (make_frame_denoiser, None, None, ("denoised", LOSS),
+                           ("denoiser", LOSS)),
+    "stop_gradient": (make_frame_denoiser, None, None, ("hidden", "hidden_stopped"),
+                      ("denoiser/encoder", "denoiser/decoder")),
+    "stop_gradient in tf.function": (make_frame_denoiser, None, None,
+                                     ("hidden", "hidden_stopped"),
+                                     ("denoiser/encoder", "denoiser/decoder")),
+    "gain not trainable": (_gained, "all", None, None, None),
+    "batch norm": (_batch_norm, "all", None, None, None),
+    "derived weights in build()": (_unit_norm, None, None, (VARIABLES, "denoised"),
+                                   (VARIABLES, "unit_norm")),
+    "forward pass before the block": (make_frame_denoiser, None, _early,
+                                      (VARIABLES, "denoised"), (VARIABLES, LOSS)),
+    "input never watched": (make_frame_denoiser, "input", None, (VARIABLES, "denoised"),
+                            (VARIABLES, "denoiser/encoder")),
+    "tf.cond on the energy": (make_frame_denoiser, None, None, ("energy", LOSS),
+                              ("denoiser", LOSS)),
 }
+
+
+def _guide_case(name, auto):
+    """One of notebook 05's Keras cases, with its hand-placed marks, or with none but
+    ``probe.mark_layers(model)``. Returns the verdict."""
+    make, which, before, _, _ = GUIDE[name]
+    model = make()
+    sources = {"all": model.weights, "input": [FRAMES[0]]}.get(which, model.trainable_weights)
+    if before:
+        before(model)
+
+    def step():
+        with GradientProbe() as probe:
+            if auto:
+                probe.mark_layers(model)
+            loss = _body(name, (lambda n, v: v) if auto else probe.mark, model)
+        if name == "loss after the block":
+            loss = _mse(loss, FRAMES[1])
+        return probe.locate(loss, sources, names=["noisy"] if which == "input" else None)
+
+    if name.endswith("tf.function"):
+        found = []
+        tf.function(lambda: found.append(step()), autograph=False)()
+        return found[0]
+    return step()
 
 
 @pytest.mark.parametrize("name", list(GUIDE))
 def test_field_guide_cases_agree_with_hand_placed_marks(name):
-    manual_break, auto_break = GUIDE[name]
+    *_, manual_break, auto_break = GUIDE[name]
     manual, auto = _guide_case(name, auto=False), _guide_case(name, auto=True)
     assert manual.broken_between == manual_break, repr(manual)
     assert auto.broken_between == auto_break, repr(auto)
     assert auto.intact == manual.intact and auto.causes == manual.causes
-    if manual_break is not None:  # the same layer: the manual start is that layer's output
-        assert manual_break[0] in {"denoised": "denoiser", "hidden": "denoiser/encoder"}
-        assert auto_break[0] == {"denoised": "denoiser",
-                                 "hidden": "denoiser/encoder"}[manual_break[0]]
+    if manual_break is not None:  # the same place: the manual start is that layer's output
+        same = {"denoised": "denoiser", "hidden": "denoiser/encoder", "energy": "denoiser",
+                VARIABLES: VARIABLES}
+        assert auto_break[0] == same[manual_break[0]]
