@@ -95,9 +95,9 @@ def integer_between(p, m):
     return _sum(p.mark("decoded", tf.cast(codes, tf.float32)))
 
 
-def no_gradient_op(p, m):
+def no_gradient_op(p, m):  # 'stopped' depends on 'out', but its gradient raises
     out = p.mark("out", m(_x()))
-    return _sum(p.mark("contrast", tf.image.adjust_contrast(out[..., None], 2.0)))
+    return _sum(p.mark("stopped", tf.image.adjust_contrast(out[..., None], 2.0)))
 
 
 _WEIGHT = tf.Variable(0.5, name="loss_weight")
@@ -193,6 +193,8 @@ NOTES = {
     "reach no mark: the path breaks before": (stopped_unmarked, None, stopped, None),
     "'out'; the loss does not reach it": (stopped, None, healthy, None),
     "The loss reaches no mark that depends on": (stopped_last, None, stopped, None),
+    "'stopped' does not depend on 'out' through the tape": (stopped, None, no_gradient_op,
+                                                            None),
     "'array' is a NumPy array": (numpy_between, None, healthy, None),
     "'state' is a variable": (variable_between, None, healthy, None),
     "'codes' is an int32 tensor": (integer_between, None, healthy, None),

@@ -213,7 +213,10 @@ def break_lines(pair: tuple[str, str], sources: list[str], causes: dict[str, Cau
         lines.append(f"{some(cut or sources)} {verb(cut or sources, 'reaches', 'reach')} "
                      f"{start!r}; the loss does not reach it.")
         end_result = next((r for r in results if r.name == end), None)
-        if end_result is None:
+        start_result = next(r for r in results if r.name == start)
+        if start_result.loss_gradient == "error":
+            pass  # the path is there, but its gradient raises: said below
+        elif end_result is None:
             lines.append(f"The loss reaches no mark that depends on {start!r}.")
         else:
             lines.append(f"{end!r} does not depend on {start!r} through the tape"
