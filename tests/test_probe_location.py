@@ -145,6 +145,14 @@ def numpy_loss(p, m):
     return np.float32(_sum(p.mark("out", m(_x()))))
 
 
+def python_loss(p, m):
+    return float(_sum(p.mark("out", m(_x()))))
+
+
+def integer_loss(p, m):
+    return tf.cast(_sum(p.mark("out", m(_x()))), tf.int32)
+
+
 def py_function_after(p, m):
     out = p.mark("out", m(_x()))
     return _sum(tf.reshape(tf.py_function(lambda t: t * 2.0, [out], tf.float32), (4, 3)))
@@ -190,6 +198,8 @@ NOTES = {
     "tape.gradient(loss, sources) itself raises": (py_function_numpy_body, None,
                                                    py_function_after, None),
     "The loss is a NumPy float32": (numpy_loss, None, healthy, None),
+    "The loss is a Python float": (python_loss, None, healthy, None),
+    "The loss is an int32 tensor": (integer_loss, None, healthy, None),
     "reach no mark: the path breaks before": (stopped_unmarked, None, stopped, None),
     "'out'; the loss does not reach it": (stopped, None, healthy, None),
     "The loss reaches no mark that depends on": (stopped_last, None, stopped, None),
@@ -219,12 +229,18 @@ def test_the_traced_note_appears_only_while_tracing():
     assert "located while tracing" not in repr(_run(stopped))
 
 
-def test_loss_after_the_block_is_said_once():
+@pytest.mark.parametrize("when", ["before", "inside", "after"])
+def test_the_block_notes_of_the_loss_appear_only_when_true(when):
     model = _model()
+    early = _sum(model(_x())) if when == "before" else None
     with GradientProbe() as probe:
         out = probe.mark("out", model(_x()))
-    text = repr(probe.locate(_sum(out), model.trainable_variables))
-    assert text.count("after the `with` block ended") == 1
+        inside = _sum(out)
+    loss = {"before": early, "inside": inside, "after": _sum(out) if when == "after" else None
+            }[when]
+    text = repr(probe.locate(loss, model.trainable_variables))
+    assert text.count("after the `with` block ended") == (when == "after")
+    assert text.count("before the `with` block began, when the tape") == (when == "before")
 
 
 def test_a_watched_tensor_is_named_not_called_the_variables():
