@@ -71,7 +71,7 @@ class Locator:
     """One ``locate`` call on a probe's recording."""
 
     def __init__(self, tape: tf.GradientTape, marks: list[Mark], watched: set[Any],
-                 exits: list[tuple[str, Any]], eager: bool, gradients: Gradients):
+                 exits: list[tuple[str, Any, int]], eager: bool, gradients: Gradients):
         self.tape, self.marks, self.watched = tape, marks, watched
         self.exits, self.eager, self.grads = exits, eager, gradients
         self.once: list[str] = []
@@ -84,7 +84,7 @@ class Locator:
                         else ([None] * len(sources), ""))
         reached = [g is not None for g in grads]
         self.main_error = error if usable else ""
-        self.done: list[MarkResult] = []
+        self.done = []
         for m in self.marks:
             self.done.append(self.mark_result(m, loss if usable else None, sources, names))
         results = self.done
@@ -127,8 +127,8 @@ class Locator:
                             and not self.feeds(j, start)), None)  # (j: marked late?)
                 key = (results[start].name, LOSS if end is None else results[end].name)
             groups.setdefault(key, []).append(source)
-        order = {name: i for i, name in enumerate([VARIABLES, *(m.name for m in self.marks),
-                                                   *dict.fromkeys(exits.values()), LOSS])}
+        points = [VARIABLES, *(m.name for m in self.marks), *exits.values(), LOSS]
+        order = {name: points.index(name) for name in points}  # a mark before its exit label
         pairs = sorted(groups, key=lambda pair: (order[pair[0]], order[pair[1]]))
         return pairs, {b: break_lines(b, groups[b], causes, results, loss_note, exits)
                        for b in pairs}, groups
