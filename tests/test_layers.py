@@ -1,12 +1,12 @@
 """The layers of helpers/: a module imports only from layers below its own.
 
-    6  widgets, exercises (the package and its submodules), capstone
-    5  training, loss_reach
-    4  dataset, denoiser, voicing_loss
-    3  labels, gru_state, probe, noise, baselines
+    6  widgets, exercises (the package and its submodules), capstone, probe (the package)
+    5  training, loss_reach, probe.locate
+    4  dataset, denoiser, voicing_loss, probe.location, probe.keras_marks
+    3  labels, gru_state, probe.marks, probe.exits, noise, baselines
     2  synth, plots
     1  audio, gradients
-    0  printing, reproducibility
+    0  printing, reproducibility, why_none
 
 ``helpers/__init__.py`` imports nothing from helpers (every module may import the package
 itself, ``import helpers``). A submodule of ``helpers.exercises`` may also import
@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "helpers"
 
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("printing", "reproducibility"),
+    0: ("printing", "reproducibility", "why_none"),
     1: ("audio", "gradients"),
     2: ("synth", "plots"),
-    3: ("labels", "gru_state", "probe", "noise", "baselines"),
-    4: ("dataset", "denoiser", "voicing_loss"),
-    5: ("training", "loss_reach"),
-    6: ("widgets", "exercises", "capstone"),
+    3: ("labels", "gru_state", "probe.marks", "probe.exits", "noise", "baselines"),
+    4: ("dataset", "denoiser", "voicing_loss", "probe.location", "probe.keras_marks"),
+    5: ("training", "loss_reach", "probe.locate"),
+    6: ("widgets", "exercises", "capstone", "probe"),
 }
 LAYER_OF: dict[str, int] = {f"{PACKAGE}.{name}": layer
                             for layer, names in LAYERS.items() for name in names}
