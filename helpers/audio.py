@@ -41,10 +41,12 @@ class AudioError(ValueError):
 
 
 @_plain_python
-def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,)) -> None:
+def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,), *,
+                values: bool = True) -> None:
     """Raise ``AudioError`` unless ``audio`` is non-empty, finite, real audio of an allowed rank.
 
     ``ranks=(1,)`` means ``(samples,)``; ``(1, 2)`` also allows ``(batch, samples)``.
+    ``values=False`` checks only shape and dtype (a loss must still compute on NaN input).
     """
     shape = tuple(audio.shape) if hasattr(audio, "shape") else np.shape(audio)
     if len(shape) not in ranks:
@@ -58,7 +60,7 @@ def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,)) -> No
     if not dtype.is_floating:
         raise AudioError(f"{name} must be floating point in [-1, 1]; got dtype {dtype.name}. "
                          "Convert integer PCM with load_audio or divide by 32768.")
-    if tf.is_symbolic_tensor(audio):
+    if not values or tf.is_symbolic_tensor(audio):
         return  # inside tf.function: shape and dtype are checked, values exist only at run time
     values = audio.numpy() if hasattr(audio, "numpy") else np.asarray(audio)
     finite = np.isfinite(values)

@@ -1,21 +1,17 @@
 """``unroll``: run a step model over every frame, threading its state correctly.
 
-A *step model* (the GRU question; ``helpers.denoiser.make_gru_step_model``) sees one frame and the
-previous state, and returns one output and the next state. Somebody has to call it once per
-frame and hand each step's state to the next. ``unroll`` does that, the way the tape needs:
+A *step model* (``helpers.denoiser.make_gru_step_model``) maps one frame and the previous
+state to one output and the next state. ``unroll`` calls it per frame, as the tape needs:
 
 * the state is threaded as **tensors** (never written into a ``tf.Variable``), so backprop
   reaches through every step back to the first;
-* eagerly it is a plain Python loop; inside ``tf.function`` it is a ``tf.while_loop`` whose
-  outputs are collected in a ``tf.TensorArray`` (a Python list cannot collect values from a
-  graph loop). Both give the same outputs, final state and gradients;
-* with ``chunk_size`` it runs chunk by chunk, carrying the state across chunk edges through
-  ``tf.stop_gradient``: truncated backprop through time, on purpose. The forward values are
-  exactly those of the full run; only the gradients are cut at the edges.
+* eagerly a plain Python loop; inside ``tf.function`` a ``tf.while_loop`` collecting into a
+  ``tf.TensorArray`` (a Python list cannot collect from a graph loop). Same results;
+* with ``chunk_size`` it carries the state across chunk edges through ``tf.stop_gradient``:
+  truncated backprop through time, on purpose (same forward values, gradients cut there).
 
-Beside it, the references it is checked against (``reference_loop``,
-``keras_rnn_reference``) and the question's own output helper, ``numpy_output_audio``, which
-leaves TensorFlow and so cuts the tape (notebooks 01 and 02).
+Beside it: the references it is checked against, and ``numpy_output_audio``, the GRU
+question's output helper, which leaves TensorFlow and so cuts the tape (notebooks 01, 02).
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.audio import HOP_LENGTH
+from helpers.audio import HOP_LENGTH, hann_window
 
 
 def state_size(step_model: keras.Model) -> int:
@@ -209,7 +205,7 @@ def numpy_output_audio(masks_by_frame: Mapping[int, tf.Tensor], noisy_spectrum,
     """
     spectrum = np.asarray(noisy_spectrum)[0]
     frame_length = 2 * (spectrum.shape[-1] - 1)
-    window = np.hanning(frame_length + 1)[:-1]  # periodic Hann
+    window = hann_window(frame_length, tf.float64).numpy()
     buffer = np.zeros(frame_length + hop_length * (len(masks_by_frame) - 1))
     coverage = np.zeros_like(buffer)
     for t in range(len(masks_by_frame)):

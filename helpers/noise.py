@@ -10,10 +10,8 @@ the same samples on every run (NumPy/SciPy with seeded generators only). The fam
 * ``bursts``: white noise switched on and off in bursts of 50-300 ms (doors, clatter, typing);
 * ``babble``: four to six speech-like talkers (``random_utterance`` clips) talking at once.
 
-``random_utterance(seed, duration)`` makes the speech-like clips: vowels with random f0 and
-Peterson & Barney formants, fricatives and pauses, as ``helpers.synth`` segments. The capstone's
-utterances come from it too, so a speaker of the babble is never a training utterance as long
-as the seeds differ.
+``random_utterance(seed, duration)`` makes the speech-like clips (vowels, fricatives, pauses
+as ``helpers.synth`` segments); the capstone's utterances come from it too, with other seeds.
 """
 
 from __future__ import annotations

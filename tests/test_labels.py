@@ -1,5 +1,5 @@
-"""helpers.label_measurement.labels_from_audio on real and noisy audio: silence relative to the clip's
-own noise floor, with hysteresis; the confusion table 06 prints."""
+"""helpers.label_measurement.labels_from_audio on real and noisy audio: silence relative to
+the clip's own noise floor, with hysteresis; the confusion table 06 prints."""
 
 from __future__ import annotations
 
