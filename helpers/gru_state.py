@@ -23,17 +23,18 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import HOP_LENGTH, hann_window
+from helpers.checks import check_int, check_step_model
 
 
 def state_size(step_model: keras.Model) -> int:
     """The size of the state the step model expects (its second input's last dimension)."""
-    _check_step_model(step_model)
+    check_step_model(step_model)
     return int(step_model.inputs[1].shape[-1])
 
 
 def frame_size(step_model: keras.Model) -> int:
     """The number of features per frame the step model expects (its first input)."""
-    _check_step_model(step_model)
+    check_step_model(step_model)
     return int(step_model.inputs[0].shape[-1])
 
 
@@ -62,9 +63,7 @@ def unroll(step_model: keras.Model, frames, initial_state=None, *, chunk_size: i
     frames, state = _checked_inputs(step_model, frames, initial_state)
     if chunk_size is None:
         return _unroll_span(step_model, frames, state, training)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
-            or chunk_size <= 0:
-        raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}.")
+    chunk_size = check_int(chunk_size, "chunk_size", 1)
     steps = frames.shape[1]
     if steps is None:
         raise ValueError("chunked unroll needs a time dimension known when tracing; got frames "
@@ -118,17 +117,8 @@ def _unroll_graph(step_model, frames, state, training):
     return tf.transpose(stacked, [1, 0, 2]), state
 
 
-def _check_step_model(step_model) -> None:
-    inputs = getattr(step_model, "inputs", None)
-    if not isinstance(step_model, keras.Model) or inputs is None or len(inputs) != 2:
-        raise TypeError("step_model must be a Keras model with two inputs, [frame, state], "
-                        f"and two outputs, [output_frame, next_state]; got "
-                        f"{type(step_model).__name__}. Build one with "
-                        "helpers.denoiser.make_gru_step_model().")
-
-
 def _checked_inputs(step_model, frames, initial_state):
-    _check_step_model(step_model)
+    check_step_model(step_model)
     frames = tf.convert_to_tensor(frames)
     if not frames.dtype.is_floating:
         raise ValueError(f"frames must be floating point; got dtype {frames.dtype.name}.")

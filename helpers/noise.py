@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from helpers.audio import SAMPLE_RATE, AudioError, matched_pair
+from helpers.checks import check_choice, check_int
 from helpers.synth import Segment, synthesize
 
 NOISE_FAMILIES: dict[str, str] = {
@@ -44,10 +45,7 @@ FRICATIVE_RESONANCES: tuple[tuple[float, float], ...] = (
 
 
 def _check_length(num_samples: int) -> int:
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) \
-            or num_samples <= 0:
-        raise ValueError(f"num_samples must be a positive integer; got {num_samples!r}.")
-    return int(num_samples)
+    return check_int(num_samples, "num_samples", 1)
 
 
 def _unit_rms(x: np.ndarray) -> np.ndarray:
@@ -168,12 +166,8 @@ _MAKERS: dict[str, Callable[..., np.ndarray]] = {
 def make_noise(family: str, num_samples: int, seed: int, sample_rate: int = SAMPLE_RATE
                ) -> np.ndarray:
     """``num_samples`` of noise of one family (see ``NOISE_FAMILIES``), unit RMS, float32."""
-    if family not in _MAKERS:
-        raise ValueError(f"unknown noise family {family!r}; expected one of "
-                         f"{', '.join(NOISE_FAMILIES)}.")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an integer; got {seed!r}.")
-    return _MAKERS[family](num_samples, int(seed), sample_rate)
+    check_choice(family, NOISE_FAMILIES, "noise family")
+    return _MAKERS[family](num_samples, check_int(seed, "seed"), sample_rate)
 
 
 def mix(clean: np.ndarray, noise: np.ndarray, snr_db: float) -> np.ndarray:

@@ -231,7 +231,7 @@ def test_denoise_keeps_the_length_and_refuses_bad_input(models):
         capstone.denoise(model, noisy, sample_rate=8000)
     with pytest.raises(AudioError, match="at least 256"):
         capstone.denoise(model, noisy[:100])
-    with pytest.raises(TypeError, match="step model"):
+    with pytest.raises(TypeError, match="model must be a Keras model with two inputs"):
         capstone.denoise("model", noisy)
 
 
