@@ -22,6 +22,8 @@ import numpy as np
 import soundfile as sf
 import tensorflow as tf
 
+from helpers.checks import check_choice
+
 SAMPLE_RATE = 16_000
 FRAME_LENGTH = 512  # 32 ms at 16 kHz
 HOP_LENGTH = 256  # 16 ms
@@ -145,7 +147,7 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
                          f"frame_length); got shape {tuple(frames.shape)}.")
     frame_length = int(frames.shape[-1])
     _check_frame_params(frame_length, hop_length)
-    if window == "hann":
+    if check_choice(window, ("hann", None), "window") == "hann":
         if hop_length > frame_length // 2:
             raise AudioError(f"hop_length {hop_length} leaves gaps for a Hann window of "
                              f"{frame_length}; use hop_length <= {frame_length // 2}.")
@@ -154,10 +156,8 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
         coverage = tf.signal.overlap_and_add(tf.tile(w[None, :], [tf.shape(frames)[-2], 1]),
                                              hop_length)
         audio = summed / tf.maximum(coverage, 1e-3)
-    elif window is None:
-        audio = tf.signal.overlap_and_add(frames, hop_length)
     else:
-        raise ValueError(f"window must be 'hann' or None, got {window!r}.")
+        audio = tf.signal.overlap_and_add(frames, hop_length)
     half = frame_length // 2
     audio = audio[..., half:]
     if length is not None:
