@@ -1,4 +1,4 @@
-"""helpers.voicing_loss: masks, the seed's per-frame loss, the masked fix, and the claims
+"""helpers.voicing_loss: masks, the question's per-frame loss, the masked fix, and the claims
 notebooks 03 and 04 make about them."""
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def test_finite_gradients_on_near_silent_input(reference_kind, loss_name):
         loss = loss_fn(reference, estimate, labels)
     grad = tape.gradient(loss, estimate)
     assert np.isfinite(float(loss))
-    if grad is not None:  # the seed's loss on silence: None, which is the point of notebook 03
+    if grad is not None:  # the question's loss on silence: None, which is the point of notebook 03
         assert np.all(np.isfinite(grad.numpy()))
         # log_compress keeps the slope below 1 / (2 eps) per magnitude; nothing explodes
         assert float(tf.reduce_max(tf.abs(grad))) < 1e4
