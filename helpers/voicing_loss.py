@@ -43,11 +43,8 @@ Compress = Callable[[tf.Tensor], tf.Tensor]
 # ------------------------ Log compression and the error terms (all frames at once, TensorFlow ops)
 
 def log_compress(power: tf.Tensor) -> tf.Tensor:
-    """``0.5 * log(power + LOG_EPS**2)``: a log level with a bounded slope near silence.
-
-    ``power`` is a squared magnitude. For ``power = m**2`` this is ``log(sqrt(m**2 + eps**2))``,
-    close to ``log(m)`` for ``m >> LOG_EPS`` and flat at ``log(LOG_EPS)`` for ``m -> 0``.
-    """
+    """``0.5 * log(power + LOG_EPS**2)`` of a squared magnitude ``m**2``: close to ``log(m)``
+    for ``m >> LOG_EPS``, flat at ``log(LOG_EPS)`` for ``m -> 0`` (a bounded slope)."""
     return 0.5 * tf.math.log(power + LOG_EPS**2)
 
 
@@ -240,13 +237,6 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
                                         pad_lookahead=pad_lookahead, sample_rate=sample_rate)
 
 
-def _else_value(model_frame: tf.Tensor, size: int, else_scale: float | None) -> tf.Tensor:
-    """A false branch's ``size`` values: zeros, or with the hack ``mean(frame) * else_scale``."""
-    if else_scale is None:
-        return tf.zeros((size,), dtype=tf.float32)
-    return tf.tile(tf.reduce_mean(model_frame, keepdims=True) * else_scale, [size])
-
-
 def _at(values: tf.Tensor, j) -> tf.Tensor:
     """``values[j]``: ``tf.gather`` is the same read as the question's ``speechs[j]``, faster."""
     return tf.gather(values, j)
@@ -271,6 +261,16 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
     formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
     voiced, unvoiced = int(Voicing.VOICED), int(Voicing.UNVOICED)
 
+    def harmonic_else(model_frame):
+        if else_scale is None:
+            return tf.zeros((1,), dtype=tf.float32)
+        return tf.reduce_mean(model_frame, keepdims=True) * else_scale
+
+    def formant_else(model_frame):
+        if else_scale is None:
+            return tf.zeros((2,), dtype=tf.float32)
+        return tf.tile(tf.reduce_mean(model_frame, keepdims=True) * else_scale, [2])
+
     def decide(condition):  # the question's code: tf.cond(condition, lambda: True, lambda: False)
         if logical_conditions:  # the answer's "fix 2": the tf.logical_* tensor itself
             return condition
@@ -294,13 +294,13 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
             is_voiced_h,
             lambda: harmonic_errors(_one(ref_frame), _one(model_frame), _one(_at(f0, i)),
                                     sample_rate=sample_rate),
-            lambda: _else_value(model_frame, 1, else_scale)) + EPSILON
+            lambda: harmonic_else(model_frame)) + EPSILON
         formant_error = tf.cond(
             tf.logical_or(is_voiced_f, is_unvoiced_f),
             lambda: tf.reshape(formant_errors(_one(ref_frame), _one(model_frame),
                                               _one(_at(formants, i)), sample_rate=sample_rate),
                                (2,)),
-            lambda: _else_value(model_frame, 2, else_scale)) + EPSILON
+            lambda: formant_else(model_frame)) + EPSILON
         return (i + 1, harmonic_errors_ta.write(i, harmonic_error),
                 formant_errors_ta.write(i, formant_error))
 
