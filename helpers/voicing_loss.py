@@ -1,32 +1,16 @@
-"""The voiced/unvoiced loss of seed 004: per-frame labels, harmonic and formant errors, the
-seed's per-frame ``tf.cond`` / ``tf.while_loop`` version, and the masked, vectorised fix.
+"""The voiced/unvoiced loss of the voicing-loss question: harmonic and formant errors on STFT
+magnitudes, the question's per-frame ``tf.cond`` / ``tf.while_loop`` version
+(``cond_loop_voicing_loss``), and the masked, vectorised fix (``masked_voicing_loss``).
 
-Both losses have the same call shape, ``loss(reference, estimate, labels) -> scalar``:
-
-* ``reference`` and ``estimate`` are mono ``(samples,)`` audio (NumPy arrays, tensors or
-  ``tf.Variable``); the estimate is what the model produced, the reference what it should have;
-* ``labels`` is a ``helpers.labels.FrameLabels`` with one entry per centred frame of
-  ``helpers.audio.stft_magnitude`` (voiced / unvoiced / silent, f0, F1, F2).
-
-The two error terms, in TensorFlow ops on STFT magnitudes (so they are differentiable with
-respect to the estimate):
-
-* **harmonic error**: the magnitudes at the first ``NUM_HARMONICS`` harmonics of the
-  reference f0 (linear interpolation between bins), estimate against reference;
-* **formant error**: the mean energy in a band around F1 and around F2, estimate against
-  reference.
-
-Both compare *log-compressed* levels, ``0.5 * log(power + LOG_EPS**2)``. Its slope with
-respect to a magnitude ``m`` is ``m / (m**2 + LOG_EPS**2) <= 1 / (2 * LOG_EPS)``, so the
-gradient stays bounded on silent and near-silent frames (``log(where(M <= 0, eps, M))`` gives
-slopes near ``1 / M``, about 1e6 and more on near-silent input: FACTS.md). The masked loss
-adds a third term on frames that are not voiced, the **reconstruction error**
-(``reconstruction_errors``), so that a file without speech still says what the model should
-output: the reference (silence, on a silent file).
-
-Labels come from ``helpers.labels`` (``helpers.dataset.load_clip`` gives every clip with
-its labels). They are Python-side constants (NumPy): to run a loss inside ``tf.function``,
-close over the labels (``as_tf_function(loss_fn, labels)`` does it).
+Both losses are called ``loss(reference, estimate, labels) -> scalar``: ``reference`` and
+``estimate`` are mono ``(samples,)`` audio (arrays, tensors or ``tf.Variable``), ``labels`` a
+``helpers.labels.FrameLabels`` with one entry per centred frame. The **harmonic error**
+compares the magnitudes at the first ``NUM_HARMONICS`` harmonics of the reference f0, the
+**formant error** the mean energy in a band around F1 and F2, both as log levels
+``0.5 * log(power + LOG_EPS**2)``, whose slope stays bounded on silent frames. The masked loss
+adds a **reconstruction error** on frames that are not voiced, so a file without speech still
+says what to output. Labels are NumPy constants: to run a loss inside ``tf.function``, close
+over them (``as_tf_function(loss_fn, labels)``).
 """
 
 from __future__ import annotations
@@ -42,29 +26,25 @@ from helpers.audio import (
     HOP_LENGTH,
     SAMPLE_RATE,
     AudioError,
+    check_audio,
     check_sample_rate,
     stft_magnitude,
 )
 from helpers.labels import FrameLabels, LabelError, Voicing
 
-EPSILON = 1e-5  # the seed's epsilon, added to every frame's error (a constant: no gradient)
+EPSILON = 1e-5  # the question's epsilon, added to every frame's error (a constant: no gradient)
 LOG_EPS = 1e-3  # floor of the log compression: -60 dB below a magnitude of 1
 NUM_HARMONICS = 8  # harmonics 1..8 of f0: all below 3.2 kHz for f0 up to 400 Hz
-SILENCE_WEIGHT = 1.0  # default weight of the term that covers silent and unvoiced frames
+DEFAULT_SILENCE_WEIGHT = 1.0  # default weight of the term that covers silent and unvoiced frames
 
 Compress = Callable[[tf.Tensor], tf.Tensor]
 
 
-# ---------------------------------------------------------------------------------------------
-# Log compression and the error terms (all frames at once, TensorFlow ops)
-# ---------------------------------------------------------------------------------------------
+# ------------------------ Log compression and the error terms (all frames at once, TensorFlow ops)
 
 def log_compress(power: tf.Tensor) -> tf.Tensor:
-    """``0.5 * log(power + LOG_EPS**2)``: a log level with a bounded slope near silence.
-
-    ``power`` is a squared magnitude. For ``power = m**2`` this is ``log(sqrt(m**2 + eps**2))``,
-    close to ``log(m)`` for ``m >> LOG_EPS`` and flat at ``log(LOG_EPS)`` for ``m -> 0``.
-    """
+    """``0.5 * log(power + LOG_EPS**2)`` of a squared magnitude ``m**2``: close to ``log(m)``
+    for ``m >> LOG_EPS``, flat at ``log(LOG_EPS)`` for ``m -> 0`` (a bounded slope)."""
     return 0.5 * tf.math.log(power + LOG_EPS**2)
 
 
@@ -137,14 +117,12 @@ def reconstruction_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor) -> 
     return log_compress(error_power) - float(np.log(LOG_EPS))
 
 
-# ---------------------------------------------------------------------------------------------
-# Which frames get which term: the seed's look-ahead conditions
-# ---------------------------------------------------------------------------------------------
+# ------------------------------- Which frames get which term: the question's look-ahead conditions
 
 @dataclass(frozen=True)
 class VoicingMasks:
     """Per-frame booleans: which frames get the harmonic term, the formant term and the
-    silence term. ``harmonic`` and ``formant`` are the seed's conditions, vectorised."""
+    silence term. ``harmonic`` and ``formant`` are the question's conditions, vectorised."""
 
     harmonic: np.ndarray
     formant: np.ndarray
@@ -154,8 +132,8 @@ class VoicingMasks:
         return {name: int(getattr(self, name).sum()) for name in ("harmonic", "formant", "silence")}
 
 
-def seed_frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool]:
-    """The seed's three conditions for frame ``i``, in plain Python (for reading and tests):
+def frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool]:
+    """The question's three conditions for frame ``i``, in plain Python (for reading and tests):
     ``(is_voiced_h, is_voiced_f, is_unvoiced_f)``. Frames past the end count as silent."""
     n = len(voicing)
 
@@ -171,7 +149,7 @@ def seed_frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool
 
 
 def voicing_masks(labels: FrameLabels) -> VoicingMasks:
-    """The seed's per-frame conditions for all frames at once, plus the silence-term mask.
+    """The question's per-frame conditions for all frames at once, plus the silence-term mask.
 
     * harmonic: frame ``i`` and frame ``i + 1`` are voiced (and ``i`` is not the last frame);
     * formant: frame ``i`` is voiced and one of the next two is, or frame ``i`` is unvoiced and
@@ -189,9 +167,7 @@ def voicing_masks(labels: FrameLabels) -> VoicingMasks:
     return VoicingMasks(harmonic, voiced_f | unvoiced_f, labels.voicing != Voicing.VOICED)
 
 
-# ---------------------------------------------------------------------------------------------
-# Input checks shared by both losses
-# ---------------------------------------------------------------------------------------------
+# -------------------------------------------------------------- Input checks shared by both losses
 
 def check_loss_inputs(reference, estimate, labels: FrameLabels,
                       sample_rate: int = SAMPLE_RATE) -> None:
@@ -204,16 +180,8 @@ def check_loss_inputs(reference, estimate, labels: FrameLabels,
                          f"{sample_rate} Hz.")
     shapes = {}
     for name, audio in (("reference", reference), ("estimate", estimate)):
-        shape = tuple(audio.shape) if hasattr(audio, "shape") else np.shape(audio)
-        if len(shape) != 1:
-            raise AudioError(f"{name} must have shape (samples,); got shape {shape}. Pass one "
-                             "clip at a time (loop or average over a batch), mono.")
-        if shape[0] == 0:
-            raise AudioError(f"{name} is empty; expected at least one sample.")
-        dtype = tf.as_dtype(audio.dtype) if hasattr(audio, "dtype") else tf.float64
-        if not dtype.is_floating:
-            raise AudioError(f"{name} must be floating point audio; got dtype {dtype.name}.")
-        shapes[name] = shape[0]
+        check_audio(audio, f"{name} (one clip at a time)", values=False)
+        shapes[name] = tuple(audio.shape)[0] if hasattr(audio, "shape") else len(audio)
     if shapes["reference"] is not None and shapes["estimate"] is not None \
             and shapes["reference"] != shapes["estimate"]:
         raise AudioError(f"reference has {shapes['reference']} samples but estimate has "
@@ -242,40 +210,41 @@ def magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
     return stft_magnitude(reference), stft_magnitude(estimate)
 
 
-# ---------------------------------------------------------------------------------------------
-# The seed's loss: per-frame tf.cond inside tf.while_loop
-# ---------------------------------------------------------------------------------------------
+# ------------------------------------- The question's loss: per-frame tf.cond inside tf.while_loop
 
 def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
                            back_prop: bool | None = None, else_scale: float | None = None,
                            logical_conditions: bool = False, pad_lookahead: bool = True,
                            sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
-    """The seed's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
+    """The question's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
     ``tf.cond`` whether the frame gets a harmonic and a formant error, and writes each frame's
-    error (or ``tf.zeros`` + epsilon) to a ``TensorArray``.
+    error (or ``tf.zeros`` + epsilon) to a ``TensorArray``. The question's fixes:
+    ``back_prop=True`` ("fix 3", the default anyway), ``else_scale=1e-10`` ("fix 1": the false
+    branches return ``reduce_mean(model_frame) * else_scale``) and ``logical_conditions=True``
+    ("fix 2": the ``tf.logical_*`` tensors instead of ``tf.cond(..., lambda: True, ...)``).
 
-    * ``back_prop=True`` passes the seed's "fix 3" to ``tf.while_loop`` (it is the default).
-    * ``else_scale=1e-10`` is the seed's "fix 1": the false branches return
-      ``reduce_mean(model_frame) * else_scale`` instead of ``tf.zeros``.
-    * ``logical_conditions=True`` is the seed's "fix 2": the three conditions are the
-      ``tf.logical_*`` tensors themselves instead of ``tf.cond(..., lambda: True,
-      lambda: False)``. The error branches are unchanged.
-
-    Differences from the seed, on purpose: the look-ahead reads ``speechs[i + 1]`` and
-    ``speechs[i + 2]``, and ``tf.logical_and`` evaluates both sides, so the seed's
-    ``i < num_frames - 1`` does not stop the read past the end (TensorFlow raises an
-    out-of-bounds error on the last frame). The voicing is padded with two silent frames so the
-    reads stay in bounds (``pad_lookahead=False`` reads past the end, as the seed does).
-    Unvoiced is ``Voicing.UNVOICED`` (2) where the seed used 3. The seed's ``flags`` (a
-    formant-tracker flag the course labels do not have) are left out, and f0 comes from the
-    labels instead of a per-frame pitch tracker.
+    On purpose, unlike the question's code: the voicing is padded with two silent frames so
+    the look-ahead reads ``speechs[i + 1]``, ``speechs[i + 2]`` stay in bounds
+    (``pad_lookahead=False`` reads past the end, and TensorFlow raises); unvoiced is
+    ``Voicing.UNVOICED`` (2, not 3); the ``flags`` are left out; f0 comes from the labels.
     """
+
     check_loss_inputs(reference, estimate, labels, sample_rate)
     ref_mag, est_mag = magnitudes(reference, estimate)
     return cond_loop_loss_on_magnitudes(ref_mag, est_mag, labels, back_prop=back_prop,
                                         else_scale=else_scale,
                                         logical_conditions=logical_conditions,
                                         pad_lookahead=pad_lookahead, sample_rate=sample_rate)
+
+
+def _at(values: tf.Tensor, j) -> tf.Tensor:
+    """``values[j]``: ``tf.gather`` is the same read as the question's ``speechs[j]``, faster."""
+    return tf.gather(values, j)
+
+
+def _one(frame_values: tf.Tensor) -> tf.Tensor:
+    """A batch of one frame, for the all-frames error functions."""
+    return tf.expand_dims(frame_values, 0)
 
 
 def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
@@ -302,40 +271,34 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
             return tf.zeros((2,), dtype=tf.float32)
         return tf.tile(tf.reduce_mean(model_frame, keepdims=True) * else_scale, [2])
 
-    def at(values, j):  # values[j]; tf.gather is the same read as the seed's speechs[j], faster
-        return tf.gather(values, j)
-
-    def one(frame_values):  # a batch of one frame, for the all-frames error functions
-        return tf.expand_dims(frame_values, 0)
-
-    def decide(condition):  # the seed: tf.cond(condition, lambda: True, lambda: False)
+    def decide(condition):  # the question's code: tf.cond(condition, lambda: True, lambda: False)
         if logical_conditions:  # the answer's "fix 2": the tf.logical_* tensor itself
             return condition
         return tf.cond(condition, lambda: True, lambda: False)
 
     def body(i, harmonic_errors_ta, formant_errors_ta):
         is_voiced_h = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
-                           tf.logical_and(tf.equal(at(speechs, i), voiced),
-                                          tf.equal(at(speechs, i + 1), voiced))))
+            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
+                           tf.logical_and(tf.equal(_at(speechs, i), voiced),
+                                          tf.equal(_at(speechs, i + 1), voiced))))
         is_voiced_f = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
-                           tf.logical_or(tf.equal(at(speechs, i + 1), voiced),
-                                         tf.equal(at(speechs, i + 2), voiced))))
+            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
+                           tf.logical_or(tf.equal(_at(speechs, i + 1), voiced),
+                                         tf.equal(_at(speechs, i + 2), voiced))))
         is_unvoiced_f = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 2, tf.equal(at(speechs, i), unvoiced)),
-                           tf.logical_or(tf.equal(at(speechs, i + 1), unvoiced),
-                                         tf.equal(at(speechs, i + 2), unvoiced))))
-        ref_frame, model_frame = at(ref_mag, i), at(est_mag, i)
+            tf.logical_and(tf.logical_and(i < num_frames - 2, tf.equal(_at(speechs, i), unvoiced)),
+                           tf.logical_or(tf.equal(_at(speechs, i + 1), unvoiced),
+                                         tf.equal(_at(speechs, i + 2), unvoiced))))
+        ref_frame, model_frame = _at(ref_mag, i), _at(est_mag, i)
         harmonic_error = tf.cond(
             is_voiced_h,
-            lambda: harmonic_errors(one(ref_frame), one(model_frame), one(at(f0, i)),
+            lambda: harmonic_errors(_one(ref_frame), _one(model_frame), _one(_at(f0, i)),
                                     sample_rate=sample_rate),
             lambda: harmonic_else(model_frame)) + EPSILON
         formant_error = tf.cond(
             tf.logical_or(is_voiced_f, is_unvoiced_f),
-            lambda: tf.reshape(formant_errors(one(ref_frame), one(model_frame),
-                                              one(at(formants, i)), sample_rate=sample_rate),
+            lambda: tf.reshape(formant_errors(_one(ref_frame), _one(model_frame),
+                                              _one(_at(formants, i)), sample_rate=sample_rate),
                                (2,)),
             lambda: formant_else(model_frame)) + EPSILON
         return (i + 1, harmonic_errors_ta.write(i, harmonic_error),
@@ -349,12 +312,10 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
     return tf.reduce_mean(harmonic_ta.stack()) + tf.reduce_mean(formant_ta.stack())
 
 
-# ---------------------------------------------------------------------------------------------
-# The fix: every frame at once, masks, double where, and a term for silent frames
-# ---------------------------------------------------------------------------------------------
+# ----------------- The fix: every frame at once, masks, double where, and a term for silent frames
 
 def masked_voicing_loss(reference, estimate, labels: FrameLabels,
-                        silence_weight: float = SILENCE_WEIGHT,
+                        silence_weight: float = DEFAULT_SILENCE_WEIGHT,
                         sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
     """The fix: the same harmonic and formant terms on all frames at once, selected by masks.
 
@@ -375,7 +336,7 @@ def masked_voicing_loss(reference, estimate, labels: FrameLabels,
 
 
 def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
-                              silence_weight: float = SILENCE_WEIGHT,
+                              silence_weight: float = DEFAULT_SILENCE_WEIGHT,
                               sample_rate: int = SAMPLE_RATE,
                               voiced_weight: float = 0.0) -> tf.Tensor:
     """``masked_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks).
@@ -397,7 +358,7 @@ def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: Fr
     formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
     formant = formant_errors(tf.where(f_rows, ref_mag, 1.0), tf.where(f_rows, est_mag, 1.0),
                              tf.where(f_rows, formants, 1000.0), sample_rate=sample_rate)
-    # Second where: keep the term only where it applies (zeros elsewhere, like the seed).
+    # Second where: keep the term only where it applies (zeros elsewhere, like the question's code).
     harmonic = tf.where(harmonic_mask, harmonic, 0.0) + EPSILON
     formant = tf.where(f_rows, formant, 0.0) + EPSILON
     loss = tf.reduce_mean(harmonic) + tf.reduce_mean(formant)
@@ -410,9 +371,7 @@ def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: Fr
     return loss
 
 
-# ---------------------------------------------------------------------------------------------
-# Running a loss inside tf.function
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------- Running a loss inside tf.function
 
 LossFn = Callable[..., tf.Tensor]
 

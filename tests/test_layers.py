@@ -1,12 +1,15 @@
 """The layers of helpers/: a module imports only from layers below its own.
 
-    6  widgets, exercises (the package and its submodules), capstone, probe (the package)
-    5  training, loss_reach, probe.locate
-    4  dataset, denoiser, voicing_loss, probe.location, probe.keras_marks
+    9  capstone (the capstone's public names, re-exported)
+    8  capstone_evaluation
+    7  capstone_model, widgets
+    6  capstone_recipe, lab, exercises (the package and its submodules), probe (the package)
+    5  training, loss_reach, capstone_data, probe.locate
+    4  dataset, denoiser, voicing_loss, label_measurement, probe.location, probe.keras_marks
     3  labels, gru_state, probe.marks, probe.exits, noise, baselines
     2  synth, plots
     1  audio, gradients
-    0  printing, reproducibility, why_none
+    0  printing, reproducibility, checks, why_none
 
 ``helpers/__init__.py`` imports nothing from helpers (every module may import the package
 itself, ``import helpers``). A submodule of ``helpers.exercises`` may also import
@@ -30,13 +33,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "helpers"
 
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("printing", "reproducibility", "why_none"),
+    0: ("printing", "reproducibility", "checks", "why_none"),
     1: ("audio", "gradients"),
     2: ("synth", "plots"),
     3: ("labels", "gru_state", "probe.marks", "probe.exits", "noise", "baselines"),
-    4: ("dataset", "denoiser", "voicing_loss", "probe.location", "probe.keras_marks"),
-    5: ("training", "loss_reach", "probe.locate"),
-    6: ("widgets", "exercises", "capstone", "probe"),
+    4: ("dataset", "denoiser", "voicing_loss", "label_measurement", "probe.location",
+        "probe.keras_marks"),
+    5: ("training", "loss_reach", "capstone_data", "probe.locate"),
+    6: ("capstone_recipe", "lab", "exercises", "probe"),
+    7: ("capstone_model", "widgets"),
+    8: ("capstone_evaluation",),
+    9: ("capstone",),
 }
 LAYER_OF: dict[str, int] = {f"{PACKAGE}.{name}": layer
                             for layer, names in LAYERS.items() for name in names}
@@ -183,7 +190,7 @@ KNOWN = frozenset({"helpers", "helpers.audio", "helpers.training", "helpers.widg
     ("helpers.dataset", "from . import training\n",
      "imports helpers.training (layer 5)"),
     ("helpers.dataset", "from .widgets import GradientLab\n",
-     "imports helpers.widgets (layer 6)"),
+     "imports helpers.widgets (layer 7)"),
     ("helpers.gradients", "from helpers import audio\n",
      "imports helpers.audio (layer 1) from helpers.gradients (layer 1)"),
     ("helpers.audio", "import importlib\nm = importlib.import_module('helpers.training')\n",
@@ -193,7 +200,7 @@ KNOWN = frozenset({"helpers", "helpers.audio", "helpers.training", "helpers.widg
     ("helpers.exercises.gru_state", "from .diagnosis import check_delay\n",
      "imports helpers.exercises.diagnosis (layer 6)"),
     ("helpers.exercises", "from helpers.widgets import GradientLab\n",
-     "imports helpers.widgets (layer 6)"),
+     "imports helpers.widgets (layer 7)"),
     ("helpers.audio", "from helpers.nowhere import x\n", "helpers.nowhere, which has no layer"),
     ("helpers.new_module", "import numpy\n", "helpers.new_module has no layer"),
     ("helpers", "from helpers.audio import stft\n", "may import nothing from helpers"),
