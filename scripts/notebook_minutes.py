@@ -46,9 +46,9 @@ DETAILS = re.compile(r"<details>.*?</details>", re.S)
 TAG = re.compile(r"<[^>]+>")
 WORD = re.compile(r"[A-Za-z0-9]+")
 MAP_ROW = re.compile(r"^\|\s*\[`(\d\d_\w+)`\]\([^)]*\)\s*\|.*\|\s*(\d+)\s*\|\s*$", re.M)
-TIME_LINE = re.compile(r"\*\*Time\*\*\s*\|\s*about (\d+) minutes")
+TIME_LINE = re.compile(r"\*\*Time(?:\*\*\s*\||:\*\*)\s*about (\d+) minutes")
 ASSERT = re.compile(r"^\s*assert\b")
-EXERCISE_BULLET = re.compile(r"^- \*\*Exercises?\b(?:[^\n]|\n(?=  ))*?(\d+) minutes( each)?", re.M)
+EXERCISE_BULLET = re.compile(r"^- \*\*Exercises?\b(?:[^\n]|\n(?=  ))*?(\d+)\s+minutes(\s+each)?", re.M)
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,8 @@ def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
 
 
 def stated_minutes(path: str | Path) -> int:
-    """The minutes a notebook's opening cell states (``| **Time** | about N minutes ...``)."""
+    """The minutes a notebook's opening cell states (``| **Time** | about N minutes ...`` or
+    ``**Time:** about N minutes``)."""
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
     match = TIME_LINE.search(_source(cells[0])) if cells else None
     if not match:

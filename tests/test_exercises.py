@@ -98,17 +98,16 @@ def sequence_loss(step_model, noisy_spectrum, clean_audio):
     "helpers.exercises.gru_state:check_stream_denoise": '''
 import tensorflow as tf
 
-from helpers.gru_state import unroll, zero_state
 
-
-def stream_denoise(step_model, frames, chunk_size):
-    state = zero_state(step_model, batch_size=frames.shape[0])
-    pieces, start = [], 0
-    while start < frames.shape[1]:
-        chunk, state = unroll(step_model, frames[:, start:start + chunk_size], state)
-        pieces.append(chunk)
-        start += chunk_size
-    return tf.concat(pieces, axis=1)
+def stream_denoise(step_model, chunks):
+    state, outputs = None, []
+    for chunk in chunks:
+        if state is None:
+            state = tf.zeros((chunk.shape[0], step_model.inputs[1].shape[-1]))
+        for t in range(chunk.shape[1]):
+            output, state = step_model([chunk[:, t], state])
+            outputs.append(output)
+    return tf.stack(outputs, axis=1)
 ''',
     "helpers.exercises.voicing_loss:check_train_step_or_skip": '''
 import tensorflow as tf
@@ -279,19 +278,104 @@ def sequence_loss(step_model, noisy_spectrum, clean_audio):
     audio = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
     return tf.reduce_mean((clean_audio - audio) ** 2)
 ''',
+        "the answer's fix: the state in a Variable, assigned": '''
+import tensorflow as tf
+
+from helpers.denoiser import apply_masks, denoising_loss
+
+
+def sequence_loss(step_model, noisy_spectrum, clean_audio):
+    magnitudes = tf.abs(noisy_spectrum)
+    state = tf.Variable(tf.zeros((1, step_model.inputs[1].shape[-1])), trainable=False)
+    masks = []
+    for t in range(magnitudes.shape[1]):
+        mask, next_state = step_model([magnitudes[:, t], state])
+        masks.append(mask)
+        state.assign(next_state)
+    enhanced = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
+    return denoising_loss(clean_audio, enhanced)
+''',
+        "calls the step model twice per frame": '''
+import tensorflow as tf
+
+from helpers.denoiser import apply_masks, denoising_loss
+
+
+def sequence_loss(step_model, noisy_spectrum, clean_audio):
+    magnitudes = tf.abs(noisy_spectrum)
+    state = tf.zeros((1, step_model.inputs[1].shape[-1]))
+    masks = []
+    for t in range(magnitudes.shape[1]):
+        mask, _ = step_model([magnitudes[:, t], state])
+        _, state = step_model([magnitudes[:, t], state])
+        masks.append(mask)
+    enhanced = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
+    return denoising_loss(clean_audio, enhanced)
+''',
     },
     "helpers.exercises.gru_state:check_stream_denoise": {
-        "carries only the first chunk's state": '''
+        "waits for every chunk, then unrolls everything (chunking ignored)": '''
 import tensorflow as tf
 
 from helpers.gru_state import unroll
 
 
-def stream_denoise(step_model, frames, chunk_size):
+def stream_denoise(step_model, chunks):
+    outputs, _ = unroll(step_model, tf.concat(list(chunks), axis=1))
+    return outputs
+''',
+        "recomputes the whole prefix for every chunk": '''
+import tensorflow as tf
+
+from helpers.gru_state import unroll
+
+
+def stream_denoise(step_model, chunks):
+    heard, outputs = [], []
+    for chunk in chunks:
+        heard.append(chunk)
+        everything, _ = unroll(step_model, tf.concat(heard, axis=1))
+        outputs.append(everything[:, -chunk.shape[1]:])
+    return tf.concat(outputs, axis=1)
+''',
+        "each chunk starts from zeros": '''
+import tensorflow as tf
+
+from helpers.gru_state import unroll
+
+
+def stream_denoise(step_model, chunks):
+    outputs = []
+    for chunk in chunks:
+        chunk_outputs, _ = unroll(step_model, chunk)
+        outputs.append(chunk_outputs)
+    return tf.concat(outputs, axis=1)
+''',
+        "carries the state through stop_gradient (truncated)": '''
+import tensorflow as tf
+
+from helpers.gru_state import unroll
+
+
+def stream_denoise(step_model, chunks):
     outputs, state = [], None
-    for start in range(0, frames.shape[1], chunk_size):
-        chunk_outputs, final = unroll(step_model, frames[:, start:start + chunk_size], state)
-        state = final if state is None else state
+    for chunk in chunks:
+        chunk_outputs, state = unroll(step_model, chunk, state)
+        state = tf.stop_gradient(state)
+        outputs.append(chunk_outputs)
+    return tf.concat(outputs, axis=1)
+''',
+        "carries the state through NumPy": '''
+import tensorflow as tf
+
+from helpers.gru_state import unroll
+
+
+def stream_denoise(step_model, chunks):
+    outputs, state = [], None
+    for chunk in chunks:
+        chunk_outputs, state = unroll(step_model, chunk, state)
+        state = state.numpy()
         outputs.append(chunk_outputs)
     return tf.concat(outputs, axis=1)
 ''',
@@ -301,10 +385,13 @@ import tensorflow as tf
 from helpers.gru_state import unroll
 
 
-def stream_denoise(step_model, frames, chunk_size):
+def stream_denoise(step_model, chunks):
+    chunks = list(chunks)
     outputs, state = [], None
-    for start in range(0, frames.shape[1] - chunk_size + 1, chunk_size):
-        chunk_outputs, state = unroll(step_model, frames[:, start:start + chunk_size], state)
+    for chunk in chunks:
+        if chunk.shape[1] < chunks[0].shape[1]:
+            break
+        chunk_outputs, state = unroll(step_model, chunk, state)
         outputs.append(chunk_outputs)
     return tf.concat(outputs, axis=1)
 ''',

@@ -19,6 +19,7 @@ from helpers.denoiser import apply_masks, denoising_loss, make_step_model
 from helpers.exercises import CheckResult, run_check
 from helpers.gradients import max_abs_diff, variable_name
 from helpers.gru_state import unroll
+from helpers.printing import sig
 
 
 @cache
@@ -109,8 +110,8 @@ def check_sequence_loss(function) -> CheckResult:
         if fault:
             return False, fault
         if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-            return False, f"your loss is {float(loss):.6g}; a loop that passes each state on " \
-                          f"gives {float(expected):.6g}."
+            return False, f"your loss is {sig(float(loss))}; a loop that passes each state " \
+                          f"on gives {sig(float(expected))}."
         fault = _gradient_fault(tape.gradient(loss, variables), expected_grads, variables)
         if fault:
             return False, fault
@@ -189,7 +190,7 @@ def check_stream_denoise(function) -> CheckResult:
                 per_frame = tf.reduce_max(tf.abs(got - expected), axis=[0, 2]).numpy()
                 first_bad = int(np.flatnonzero(per_frame > 1e-5)[0])
                 return False, f"with {label} your outputs differ from one full unroll by up " \
-                              f"to {difference:.3g}, first at frame {first_bad}."
+                              f"to {sig(difference)}, first at frame {first_bad}."
         return _reaches_first_chunk(fn, model, frames)
 
     return run_check("Exercise 2.1 (stream with a carried state)", function, check,
