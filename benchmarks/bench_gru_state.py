@@ -2,11 +2,11 @@
 
     python benchmarks/bench_gru_state.py
 
-The denoiser is ``helpers.denoiser.make_step_model``: ``|stft|`` of a frame (257 bins) ->
+The denoiser is ``helpers.denoiser.make_gru_step_model``: ``|stft|`` of a frame (257 bins) ->
 log magnitude -> one GRU step -> a mask per bin; the masks scale the noisy STFT and
 ``helpers.denoiser.apply_masks`` (``helpers.audio.istft``) makes the audio. Variants:
 
-1. the eager per-frame loop (the seed's shape: a Python loop calling the Keras step model once
+1. the eager per-frame loop (the question's shape: a Python loop calling the Keras step model once
    per frame, optimizer step outside any graph), with the output path in TensorFlow so that it
    has gradients to apply;
 2. ``helpers.gru_state.unroll`` inside a ``tf.function`` training step;
@@ -42,11 +42,11 @@ import tensorflow as tf
 from helpers.dataset import batch_of, load_clip
 from helpers.denoiser import (
     BINS,
-    UNITS,
+    GRU_UNITS,
     LogMagnitude,
     apply_masks,
     denoising_loss,
-    make_step_model,
+    make_gru_step_model,
 )
 from helpers.gru_state import keras_rnn_reference, unroll, zero_state
 from helpers.reproducibility import make_deterministic
@@ -55,7 +55,7 @@ ROUNDS, WARMUP = 5, 2  # per round: 1 eager step, 10 graph steps of each kind
 
 
 def eager_loop_loss(step_model, noisy, clean):
-    """The seed's shape: one eager Keras call per frame, the state rebound as a tensor."""
+    """The question's shape: one eager Keras call per frame, the state rebound as a tensor."""
     magnitudes = tf.abs(noisy)
     state, masks = zero_state(step_model, noisy.shape[0]), []
     for t in range(noisy.shape[1]):
@@ -75,7 +75,7 @@ def keras_rnn_loss(step_model, noisy, clean):
     return denoising_loss(clean, apply_masks(masks, noisy, clean.shape[-1]))
 
 
-def keras_gru_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
+def keras_gru_model(units: int = GRU_UNITS, bins: int = BINS) -> keras.Model:
     """The same denoiser as a sequence model: magnitudes (batch, time, bins) -> masks."""
     magnitudes = keras.Input((None, bins), name="noisy_magnitudes")
     features = LogMagnitude(name="features")(magnitudes)
@@ -127,10 +127,10 @@ def main() -> None:
     make_deterministic(0)
     noisy, clean = batch_of([load_clip("utterance_1_snr5"), load_clip("utterance_1_snr15")])
     print(f"batch {noisy.shape[0]} x {noisy.shape[1]} frames of {noisy.shape[2]} magnitude "
-          f"bins (|stft|), {UNITS} GRU units, "
+          f"bins (|stft|), {GRU_UNITS} GRU units, "
           f"{tf.config.threading.get_inter_op_parallelism_threads() or 'all'} inter-op threads")
 
-    models = {name: make_step_model() for name in ("eager", "unroll", "keras.layers.RNN")}
+    models = {name: make_gru_step_model() for name in ("eager", "unroll", "keras.layers.RNN")}
     weights = models["eager"].get_weights()  # gru kernel, recurrent kernel, bias, mask kernel, bias
     for model in models.values():
         model.set_weights(weights)

@@ -7,7 +7,7 @@ The clip is the real recording ``arctic_a0009`` (3.1 s, 194 frames: silent, voic
 unvoiced); the estimate is a ``tf.Variable`` holding the clip plus white noise at -40 dBFS, and
 the gradient is taken with respect to it (no model, so only the loss is measured). Variants:
 
-1. ``cond_loop_voicing_loss`` eagerly (the seed's shape: per-frame ``tf.cond`` in a
+1. ``cond_loop_voicing_loss`` eagerly (the question's shape: per-frame ``tf.cond`` in a
    ``tf.while_loop``, which runs as a Python loop in eager mode);
 2. ``masked_voicing_loss`` eagerly (all frames at once, masks, no loop);
 3. and 4. the same two inside ``tf.function`` (tracing excluded: one warm-up call each).
@@ -54,15 +54,15 @@ def main() -> None:
     clip = load_clip("arctic_a0009")
     example = make_example(clip.name, clip.clean, clip.labels, seed=0)
     labels = example.labels
-    estimate = tf.Variable(example.noisy)
-    reference = tf.constant(example.reference)
+    estimate = tf.Variable(example.audio)
+    reference = tf.constant(example.clean)
     variants = {
         "per-frame eager": cond_loop_voicing_loss,
         "masked eager": masked_voicing_loss,
         "per-frame tf.function": as_tf_function(cond_loop_voicing_loss, labels),
         "masked tf.function": as_tf_function(masked_voicing_loss, labels),
     }
-    print(f"{clip.name}: {example.reference.size / clip.sample_rate:.2f} s, "
+    print(f"{clip.name}: {example.clean.size / clip.sample_rate:.2f} s, "
           f"{labels.num_frames} frames {labels.counts()}; loss value + gradient w.r.t. the "
           "estimate")
     values = {}

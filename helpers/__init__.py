@@ -3,8 +3,8 @@
 Importing this package keeps TensorFlow's start-up log lines out of notebooks and tests:
 
 * it sets ``TF_CPP_MIN_LOG_LEVEL=3`` and ``TF_ENABLE_ONEDNN_OPTS=0`` (values already in the
-  environment are kept). FACTS.md measured that both are needed; the second also makes CPU
-  results reproducible across machines;
+  environment are kept). Both are needed (``probes/probe_tf_log_noise.sh``); the second
+  also makes CPU results reproducible across machines;
 * it imports TensorFlow once with the process's stderr captured, and writes back every line
   except two known, harmless ones. On a machine that has the CUDA toolkit but no GPU driver,
   TensorFlow 2.21 logs ``cudart_stub.cc ... Could not find cuda drivers`` through absl

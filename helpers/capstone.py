@@ -3,22 +3,23 @@ and run it on any 16 kHz mono clip.
 
 * ``train_denoiser(loss="masked", seed=0) -> keras.Model``: ``loss`` is ``"masked"``
   (``helpers.voicing_loss.masked_voicing_loss``, with its silence term, plus a reconstruction
-  term on voiced frames, ``VOICED_WEIGHT``, that scores the noise between the harmonics) or
-  ``"seed"`` (the seed's per-frame ``tf.cond`` loop, run inside ``tf.function`` where it
-  trains, with zero gradients on frames without speech). With ``seed=0`` it loads the weights
-  shipped in ``data/capstone/`` (checked against the SHA-256 in ``data/manifest.json``),
+  term on voiced frames, ``CAPSTONE_VOICED_WEIGHT``, that scores the noise between the harmonics) or
+  ``"seed"`` (the voicing-loss question's per-frame ``tf.cond`` loop, run inside
+  ``tf.function`` where it trains, with zero gradients on frames without speech). With
+  ``seed=0`` it loads the weights shipped in ``data/capstone/`` (checked against the
+  SHA-256 in ``data/manifest.json``),
   which ``scripts/train_capstone.py`` reproduces; any other seed trains from scratch
   (minutes).
 * ``denoise(model, noisy) -> np.ndarray``: 16 kHz mono float audio in, the same length out.
 
 Both models are trained the same way (``train``): batches of the capstone's training
-utterances (``helpers.dataset.capstone_training_set``) with random windows of the training
-noise instances (``helpers.dataset.train_noise``) at random SNRs, one ``tf.function`` step per
+utterances (``helpers.capstone_data.capstone_training_set``) with random windows of the training
+noise instances (``helpers.capstone_data.train_noise``) at random SNRs, one ``tf.function`` step per
 batch that takes the noisy audio as its argument, so it traces once. Only the loss differs.
 The shipped weights come from a longer offline run of the same step (``train_shipped``: more
 steps, more utterances, more noise instances, a decaying learning rate). The recipe
-(``VOICED_WEIGHT``, ``UNITS``, ``TRAIN_STEPS`` and the rest) was chosen on
-``helpers.dataset.validation_mixtures``, not on a held-back set.
+(``CAPSTONE_VOICED_WEIGHT``, ``CAPSTONE_UNITS``, ``SHIPPED_TRAIN_STEPS`` and the rest) was chosen on
+``helpers.capstone_data.validation_mixtures``, not on a held-back set.
 """
 
 from __future__ import annotations
@@ -52,19 +53,18 @@ from helpers.baselines import (
     spectral_subtraction,
     stoi,
 )
-from helpers.dataset import (
+from helpers.capstone_data import (
     CAPSTONE_DIR,
     CAPSTONE_SNR_DB,
-    DATA_DIR,
     capstone_manifest,
     capstone_training_set,
     extra_training_utterances,
     held_back_mixtures,
-    load_clip,
-    make_example,
     train_noise,
 )
-from helpers.denoiser import apply_masks, enhance, make_floor_step_model
+from helpers.checks import check_choice, check_int
+from helpers.dataset import DATA_DIR, load_clip, make_example
+from helpers.denoiser import apply_masks, enhance, make_gru_floor_step_model
 from helpers.gradients import GradientReport, gradient_report
 from helpers.gru_state import unroll
 from helpers.labels import FrameLabels
@@ -74,48 +74,48 @@ from helpers.training import graph_gradient_norm
 from helpers.voicing_loss import cond_loop_loss_on_magnitudes, masked_loss_on_magnitudes
 
 LOSSES = ("masked", "seed")
-UNITS = 32
-LEARNING_RATE = 3e-3  # the live run's; the shipped run starts here and decays (cosine)
-SILENCE_WEIGHT = 3.0  # masked_voicing_loss's silence_weight for the capstone
+# How a printed line names each loss: "seed" is the voicing-loss question's per-frame loop.
+LOSS_LABELS = {"masked": "masked loss", "seed": "question's loss"}
+CAPSTONE_UNITS = 32
+CAPSTONE_LEARNING_RATE = 3e-3  # the live run's; the shipped run starts here and decays (cosine)
+CAPSTONE_SILENCE_WEIGHT = 3.0  # masked_voicing_loss's silence_weight for the capstone
 # The masked loss's reconstruction term on voiced frames (masked_loss_on_magnitudes'
 # voiced_weight): it scores the noise between the harmonics. Chosen on
-# helpers.dataset.validation_mixtures (never on a held-back set): of weights 0, 1, 2, 4 and 8
+# helpers.capstone_data.validation_mixtures (never on a held-back set): of weights 0, 1, 2, 4 and 8
 # (32 units, 1200 steps), 4 had the best validation mean SI-SDR.
-VOICED_WEIGHT = 4.0
+CAPSTONE_VOICED_WEIGHT = 4.0
 SNR_RANGE_DB = (0.0, 10.0)  # training mixtures: a random SNR in this range per clip and step
 # The shipped run (scripts/train_capstone.py, offline, minutes): the same step and loss as the
 # live run, trained longer, on more utterances and more noise instances, with the learning
-# rate decaying to 5 % of LEARNING_RATE along a cosine. Chosen on the validation set (mean
+# rate decaying to 5 % of CAPSTONE_LEARNING_RATE along a cosine. Chosen on the validation set (mean
 # SI-SDR, spectral subtraction 9.5 dB there): the recipe above, 1200 steps on the sixteen
 # shipped utterances and one noise instance per family, 11.1 dB; sixteen noise instances
 # 11.3 dB; and 48 more utterances 11.9 dB; 3000 steps with the decay 12.0 dB; 64 units
 # instead of 32, 12.1 dB (not worth twice the weights).
-TRAIN_STEPS = 3000
-NOISE_INSTANCES = 16  # training instances per noise family (helpers.dataset.train_noise)
-EXTRA_UTTERANCES = 48  # training utterances beyond the sixteen shipped ones (made from seeds)
+SHIPPED_TRAIN_STEPS = 3000
+SHIPPED_NOISE_INSTANCES = 16  # training instances per noise family (capstone_data.train_noise)
+SHIPPED_EXTRA_UTTERANCES = 48  # training utterances beyond the sixteen shipped ones
 FINAL_LEARNING_RATE_FRACTION = 0.05
-LIVE_STEPS = 1200  # train's default: the recipe without the offline run's extras
+LIVE_TRAIN_STEPS = 1200  # train's default: the recipe without the offline run's extras
 
 
 def check_loss_name(loss: str) -> str:
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be 'masked' or 'seed'; got {loss!r}.")
-    return loss
+    return check_choice(loss, LOSSES, "loss")
 
 
-def make_capstone_model(seed: int = 0, units: int = UNITS) -> keras.Model:
+def make_capstone_model(seed: int = 0, units: int = CAPSTONE_UNITS) -> keras.Model:
     """The capstone's step model, with initial weights from ``seed``."""
     make_deterministic(seed)
-    return make_floor_step_model(units=units)
+    return make_gru_floor_step_model(units=units)
 
 
 def loss_on_magnitudes(loss: str, reference_mag: tf.Tensor, estimate_mag: tf.Tensor,
                        labels: FrameLabels, voiced_weight: float | None = None) -> tf.Tensor:
-    """One clip's loss from STFT magnitudes: the masked loss or the seed's per-frame loop."""
+    """One clip's loss from STFT magnitudes: the masked loss or the question's per-frame loop."""
     if check_loss_name(loss) == "masked":
         return masked_loss_on_magnitudes(
-            reference_mag, estimate_mag, labels, SILENCE_WEIGHT,
-            voiced_weight=VOICED_WEIGHT if voiced_weight is None else voiced_weight)
+            reference_mag, estimate_mag, labels, CAPSTONE_SILENCE_WEIGHT,
+            voiced_weight=CAPSTONE_VOICED_WEIGHT if voiced_weight is None else voiced_weight)
     return cond_loop_loss_on_magnitudes(reference_mag, estimate_mag, labels)
 
 
@@ -181,11 +181,11 @@ class TrainingRun:
     reports: list[GradientReport] = field(default_factory=list)
 
 
-def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_STEPS,
+def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_TRAIN_STEPS,
           clips: int | None = None, keep_reports: bool = False,
-          model: keras.Model | None = None, units: int = UNITS,
+          model: keras.Model | None = None, units: int = CAPSTONE_UNITS,
           learning_rate: float | keras.optimizers.schedules.LearningRateSchedule
-          = LEARNING_RATE, noise_instances: int = 1, extra_utterances: int = 0
+          = CAPSTONE_LEARNING_RATE, noise_instances: int = 1, extra_utterances: int = 0
           ) -> TrainingRun:
     """Train the capstone model with ``loss`` for ``steps`` batches (the first ``clips``
     training utterances, all by default). ``noise_instances`` training instances of each
@@ -208,8 +208,8 @@ def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_STEPS,
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     batches = []
     for group in groups:
-        references = np.stack([audio for _, audio, _ in group])
-        labels = [lab for _, _, lab in group]
+        references = np.stack([clip.clean for clip in group])
+        labels = [clip.labels for clip in group]
         batches.append((references, make_batch_step(model, optimizer, references, labels,
                                                     loss)))
     rng = np.random.default_rng(seed)
@@ -225,18 +225,20 @@ def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_STEPS,
     return run
 
 
-def shipped_learning_rate(steps: int = TRAIN_STEPS) -> keras.optimizers.schedules.CosineDecay:
-    """The shipped run's learning rate: ``LEARNING_RATE`` decaying along a cosine to
+def shipped_learning_rate(steps: int = SHIPPED_TRAIN_STEPS
+                          ) -> keras.optimizers.schedules.CosineDecay:
+    """The shipped run's learning rate: ``CAPSTONE_LEARNING_RATE`` decaying along a cosine to
     ``FINAL_LEARNING_RATE_FRACTION`` of it at ``steps``."""
-    return keras.optimizers.schedules.CosineDecay(LEARNING_RATE, steps,
+    return keras.optimizers.schedules.CosineDecay(CAPSTONE_LEARNING_RATE, steps,
                                                   alpha=FINAL_LEARNING_RATE_FRACTION)
 
 
-def train_shipped(loss: str = "masked", seed: int = 0, steps: int = TRAIN_STEPS,
-                  clips: int | None = None, extra_utterances: int = EXTRA_UTTERANCES,
-                  noise_instances: int = NOISE_INSTANCES) -> TrainingRun:
+def train_shipped(loss: str = "masked", seed: int = 0, steps: int = SHIPPED_TRAIN_STEPS,
+                  clips: int | None = None, extra_utterances: int = SHIPPED_EXTRA_UTTERANCES,
+                  noise_instances: int = SHIPPED_NOISE_INSTANCES) -> TrainingRun:
     """The run that makes the shipped weights (``scripts/train_capstone.py``): ``train`` with
-    the shipped recipe (``TRAIN_STEPS``, ``NOISE_INSTANCES``, ``EXTRA_UTTERANCES``, the
+    the shipped recipe (``SHIPPED_TRAIN_STEPS``, ``SHIPPED_NOISE_INSTANCES``,
+    ``SHIPPED_EXTRA_UTTERANCES``, the
     cosine decay). The other arguments shrink it for tests."""
     return train(loss, seed, steps, clips, learning_rate=shipped_learning_rate(steps),
                  noise_instances=noise_instances, extra_utterances=extra_utterances)
@@ -283,9 +285,7 @@ def train_denoiser(loss: str = "masked", seed: int = 0) -> keras.Model:
     (``train_shipped``) from scratch, which takes minutes on a CPU.
     """
     check_loss_name(loss)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an integer; got {seed!r}.")
-    if seed != 0:
+    if check_int(seed, "seed") != 0:
         return train_shipped(loss, int(seed)).model
     path = weights_path(loss)
     expected = capstone_manifest()["weights"]["sha256"].get(path.name)
@@ -329,7 +329,7 @@ def denoise(model: keras.Model, noisy: np.ndarray, sample_rate: int = SAMPLE_RAT
 
 # ------------------------------------------------------------------ the comparison
 
-SYSTEMS = ("noisy input", "low-pass", "spectral subtraction", "seed-loss model",
+SYSTEMS = ("noisy input", "low-pass", "spectral subtraction", "question-loss model",
            "masked-loss model")
 CLASSICAL = ("low-pass", "spectral subtraction")
 
@@ -341,9 +341,9 @@ def training_pairs() -> list[tuple[np.ndarray, np.ndarray]]:
     families = list(NOISE_FAMILIES)
     noises = {family: train_noise(family) for family in families}
     pairs = []
-    for index, (_, clean, _) in enumerate(capstone_training_set()):
-        noise = noises[families[index % len(families)]][:len(clean)]
-        pairs.append((clean, mix(clean, noise, CAPSTONE_SNR_DB)))
+    for index, clip in enumerate(capstone_training_set()):
+        noise = noises[families[index % len(families)]][:len(clip.clean)]
+        pairs.append((clip.clean, mix(clip.clean, noise, CAPSTONE_SNR_DB)))
     return pairs
 
 
@@ -376,9 +376,8 @@ class Comparison:
 
     def scores(self, metric: str) -> dict[str, np.ndarray]:
         """``{system: (mixtures,) scores}`` for ``metric`` in ``si_sdr``, ``snr``, ``stoi``."""
-        function = {"si_sdr": si_sdr, "snr": snr_db, "stoi": stoi}.get(metric)
-        if function is None:
-            raise ValueError(f"metric must be 'si_sdr', 'snr' or 'stoi'; got {metric!r}.")
+        metrics = {"si_sdr": si_sdr, "snr": snr_db, "stoi": stoi}
+        function = metrics[check_choice(metric, metrics, "metric")]
         cache = self.__dict__.setdefault("_scores", {})
         if metric not in cache:
             cache[metric] = {system: np.array([function(m.clean, out) for m, out in
@@ -397,34 +396,33 @@ class Comparison:
             table[system] = row
         return table
 
-    def level_change_db(self, system: str, kind: str) -> float:
+    def kind_level_change_db(self, system: str, kind: str) -> float:
         """Output energy relative to input energy (dB), pooled over the held-back frames of
         one kind (``"silent"`` or ``"unvoiced"``) of every mixture."""
-        if kind not in ("silent", "unvoiced", "voiced"):
-            raise ValueError(f"kind must be 'silent', 'unvoiced' or 'voiced'; got {kind!r}.")
+        check_choice(kind, ("silent", "unvoiced", "voiced"), "kind")
         out_energy = in_energy = 0.0
         for mixture, output in zip(self.mixtures, self.outputs[system]):
             frames = getattr(mixture.labels, kind)
             out_energy += frame_energies(output)[frames].sum()
-            in_energy += frame_energies(mixture.noisy)[frames].sum()
+            in_energy += frame_energies(mixture.audio)[frames].sum()
         return float(10 * np.log10(out_energy / in_energy))
 
 
 def compare(models: dict[str, keras.Model], mixtures=None, classical: bool = True
             ) -> Comparison:
     """Run the noisy input, both classical filters (settings from the training clips; skipped
-    with ``classical=False``) and each model (``{"seed-loss model": ..., "masked-loss model":
-    ...}``) on the held-back mixtures (``helpers.dataset.held_back_mixtures`` by default)."""
+    with ``classical=False``) and each model (``{"question-loss model": ..., "masked-loss model":
+    ...}``) on the held-back mixtures (``helpers.capstone_data.held_back_mixtures`` by default)."""
     mixtures = held_back_mixtures() if mixtures is None else list(mixtures)
-    outputs = {"noisy input": [m.noisy for m in mixtures]}
+    outputs = {"noisy input": [m.audio for m in mixtures]}
     settings = classical_settings() if classical else {}
     if classical:
         alpha, quiet = settings["spectral subtraction"]
-        outputs["low-pass"] = [lowpass(m.noisy, settings["low-pass"]) for m in mixtures]
+        outputs["low-pass"] = [lowpass(m.audio, settings["low-pass"]) for m in mixtures]
         outputs["spectral subtraction"] = [
-            spectral_subtraction(m.noisy, alpha, quiet_fraction=quiet) for m in mixtures]
+            spectral_subtraction(m.audio, alpha, quiet_fraction=quiet) for m in mixtures]
     for name, model in models.items():
-        outputs[name] = [denoise(model, m.noisy) for m in mixtures]
+        outputs[name] = [denoise(model, m.audio) for m in mixtures]
     return Comparison(mixtures, outputs, settings)
 
 
@@ -446,7 +444,7 @@ def print_table(comparison: Comparison, metric: str = "si_sdr") -> None:
 def silent_gradient_norm(loss: str, model: keras.Model | None = None) -> float:
     """Global norm of the gradient of ``loss`` on the course's silent clip (noise in,
     silence out), inside ``tf.function`` as in training (``training.graph_gradient_norm``).
-    The seed's loop gives exactly 0 there (zeros, not None, in a graph); the masked loss gives
+    The question's loop gives exactly 0 there (zeros, not None, in a graph); the masked loss gives
     a real gradient."""
     check_loss_name(loss)
     clip = load_clip("silence")
@@ -459,11 +457,11 @@ def silent_gradient_norm(loss: str, model: keras.Model | None = None) -> float:
 
 
 def quieter_on_silence_db(comparison: Comparison, system: str,
-                          reference_system: str = "seed-loss model") -> float:
+                          reference_system: str = "question-loss model") -> float:
     """How much quieter ``system`` is than ``reference_system`` on held-back silent frames
     (dB, positive = quieter)."""
-    return (comparison.level_change_db(reference_system, "silent")
-            - comparison.level_change_db(system, "silent"))
+    return (comparison.kind_level_change_db(reference_system, "silent")
+            - comparison.kind_level_change_db(system, "silent"))
 
 
 QUIET_ON_SILENCE_DB = 6.0  # "learned silence": at least this much quieter than its input
@@ -474,7 +472,7 @@ BEAT_CLASSICAL_DB = 0.5  # the goal over the best classical filter
 def quiet_on_silence(comparison: Comparison, system: str) -> bool:
     """The check 06 asserts for "the model learned to output silence": on held-back silent
     frames its output is at least ``QUIET_ON_SILENCE_DB`` below its input."""
-    return comparison.level_change_db(system, "silent") <= -QUIET_ON_SILENCE_DB
+    return comparison.kind_level_change_db(system, "silent") <= -QUIET_ON_SILENCE_DB
 
 
 def beats_input(comparison: Comparison, system: str) -> bool:

@@ -1,17 +1,19 @@
-"""The two denoisers the course trains, and ``enhance``/``denoise``, which run either on a clip.
+"""The models the course trains, named by architecture, and ``enhance``/``enhance_numpy``,
+which run any of them on a clip.
 
-* **The GRU step model** (seed 000, notebooks 01, 02 and 06): a spectral-mask denoiser that
+* **The GRU step model** (the GRU question, notebooks 01, 02 and 06): a spectral-mask denoiser that
   sees one STFT frame at a time. ``step_model([noisy_magnitude, previous_state]) ->
   [mask, next_state]``: the frame's magnitude spectrum (``|helpers.audio.stft|``, 257 bins)
   -> log magnitude -> one ``keras.layers.GRUCell`` step -> a mask in [0, 1] per bin. The mask
   scales the noisy complex spectrum and ``helpers.audio.istft`` turns it back into audio:
   windowed analysis, weighted overlap-add synthesis, the same STFT the losses and plots use.
   ``helpers.gru_state.unroll`` runs it over all frames.
-* **The waveform denoiser** (notebooks 03 and 04): a tiny conv net on raw samples whose
+* **The conv denoiser** (notebooks 03 and 04): a tiny conv net on raw samples whose
   gradients the voicing-loss notebooks inspect.
+* **The dense frame denoiser** (notebook 05) and **the GRU floor step model** (the capstone).
 
 ``enhance(model, noisy)`` gives the enhanced clip as a tensor (differentiable: use it inside a
-``GradientTape``); ``denoise(model, noisy)`` gives it as a NumPy array (inference).
+``GradientTape``); ``enhance_numpy(model, noisy)`` gives it as a NumPy array (inference).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import FRAME_LENGTH, check_audio, istft, stft
+from helpers.checks import check_int
 from helpers.gru_state import unroll
 from helpers.reproducibility import make_deterministic
 
-UNITS = 32  # GRU state size: small enough to train in seconds on a CPU
+GRU_UNITS = 32  # GRU state size: small enough to train in seconds on a CPU
 BINS = FRAME_LENGTH // 2 + 1  # 257 magnitude bins per frame
 EPS = 1e-3  # magnitude floor of the log spectrum (keeps gradients bounded near silence)
 # Fixed affine map of the log magnitude to roughly zero mean, unit spread on the course clips,
@@ -37,7 +40,7 @@ class LogMagnitude(keras.layers.Layer):
     """Magnitude spectrum ``(..., bins)`` -> scaled log magnitude ``(..., bins)``.
 
     ``0.5 * log(|X|^2 + eps^2)`` instead of ``log(|X|)``: finite, with bounded gradients, on
-    silent frames (FACTS.md, audio side).
+    silent frames, where ``|X|`` is 0 and the gradient of ``log`` is infinite.
     """
 
     def __init__(self, eps: float = EPS, offset: float = FEATURE_OFFSET,
@@ -56,10 +59,7 @@ class LogMagnitude(keras.layers.Layer):
 def _gru_step(units: int, bins: int):
     """The part both step models share: the inputs ``[noisy_magnitude, previous_state]``, the
     log-magnitude features and one ``GRUCell`` step (layer names fixed). Checks the sizes."""
-    if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-        raise ValueError(f"units must be a positive integer; got {units!r}.")
-    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 2:
-        raise ValueError(f"bins must be an integer >= 2 (frame_length // 2 + 1); got {bins!r}.")
+    units, bins = check_int(units, "units", 1), check_int(bins, "bins", 2)
     noisy_magnitude = keras.Input((int(bins),), name="noisy_magnitude")
     previous_state = keras.Input((int(units),), name="previous_state")
     features = LogMagnitude(name="features")(noisy_magnitude)
@@ -68,8 +68,9 @@ def _gru_step(units: int, bins: int):
     return [noisy_magnitude, previous_state], features, gru_output, next_state
 
 
-def make_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
-    """The seed's step model: ``[noisy_magnitude, previous_state] -> [mask, next_state]``.
+def make_gru_step_model(units: int = GRU_UNITS, bins: int = BINS) -> keras.Model:
+    """The GRU question's step model: ``[noisy_magnitude, previous_state] -> [mask,
+    next_state]``.
 
     Shapes: ``noisy_magnitude`` and ``mask`` are ``(batch, bins)``, the states
     ``(batch, units)``. Five trainable variables: ``gru_cell/{kernel, recurrent_kernel, bias}``
@@ -78,7 +79,7 @@ def make_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
     """
     inputs, features, gru_output, next_state = _gru_step(units, bins)
     mask = keras.layers.Dense(int(bins), activation="sigmoid", name="mask")(gru_output)
-    return keras.Model(inputs, [mask, next_state], name="step_model")
+    return keras.Model(inputs, [mask, next_state], name="gru_step_model")
 
 
 def apply_masks(masks, noisy_spectrum, length: int) -> tf.Tensor:
@@ -96,11 +97,12 @@ def apply_masks(masks, noisy_spectrum, length: int) -> tf.Tensor:
 
 
 def denoising_loss(clean_audio, enhanced_audio) -> tf.Tensor:
-    """Mean squared error of each clip, summed over the batch (the seed's ``total_loss``)."""
+    """Mean squared error of each clip, summed over the batch (the GRU question's
+    ``total_loss``)."""
     return tf.reduce_sum(tf.reduce_mean(tf.square(clean_audio - enhanced_audio), axis=-1))
 
 
-# --------------------------------------------------------------------------- waveform denoiser
+# --------------------------------------------------------------------------- conv denoiser
 
 
 class Gain(keras.layers.Layer):
@@ -113,8 +115,8 @@ class Gain(keras.layers.Layer):
         return inputs * self.gain
 
 
-def make_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = None
-                  ) -> keras.Model:
+def make_conv_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = None
+                       ) -> keras.Model:
     """A tiny waveform denoiser: ``estimate = gain * noisy + mix(tanh(filter_bank(noisy)))``.
 
     A bank of ``channels`` FIR filters, a tanh, a 1x1 mix back to one channel, plus the input
@@ -132,11 +134,11 @@ def make_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = N
         kernel_initializer=keras.initializers.RandomNormal(stddev=0.05, seed=seed))(hidden)
     passed = Gain(name="skip")(noisy)
     estimate = keras.layers.Add(name="estimate")([passed, correction])
-    return keras.Model(noisy, estimate, name="denoiser")
+    return keras.Model(noisy, estimate, name="conv_denoiser")
 
 
-def make_frame_denoiser(seed: int = 0, units: int = 16, frame_length: int = FRAME_LENGTH
-                        ) -> keras.Model:
+def make_dense_frame_denoiser(seed: int = 0, units: int = 16,
+                              frame_length: int = FRAME_LENGTH) -> keras.Model:
     """A frame-by-frame denoiser small enough to read its gradient report at a glance
     (notebook 05): ``frame_length`` samples in, ``units`` tanh units, ``frame_length`` samples
     out; four variables. Calls ``make_deterministic(seed)`` first, so its weights repeat."""
@@ -147,7 +149,7 @@ def make_frame_denoiser(seed: int = 0, units: int = 16, frame_length: int = FRAM
         keras.Input((frame_length,)),
         keras.layers.Dense(units, activation="tanh", name="encoder"),
         keras.layers.Dense(frame_length, name="decoder"),
-    ], name="denoiser")
+    ], name="dense_frame_denoiser")
 
 
 # --------------------------------------------------------------------------- running either
@@ -156,7 +158,7 @@ def make_frame_denoiser(seed: int = 0, units: int = 16, frame_length: int = FRAM
 def is_step_model(model) -> bool:
     """True for a step model (two inputs, ``[frame, state]``), False for a waveform model."""
     if not isinstance(model, keras.Model):
-        raise TypeError(f"expected a Keras model (make_step_model or make_denoiser); got "
+        raise TypeError(f"expected a Keras model (make_gru_step_model or make_conv_denoiser); got "
                         f"{type(model).__name__}.")
     return len(model.inputs) == 2
 
@@ -182,7 +184,7 @@ def enhance(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> t
     return apply_masks(masks, spectrum, length)[0]
 
 
-def denoise(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:
+def enhance_numpy(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> np.ndarray:
     """``enhance`` for inference: the enhanced clip as a NumPy array of the input's length."""
     return enhance(model, noisy_audio, chunk_size).numpy()
 
@@ -206,8 +208,8 @@ class FloorGain(keras.layers.Layer):
         return tf.sigmoid(self.slope * (features - floor) + self.bias)
 
 
-def make_floor_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
-    """The capstone's step model, same interface as ``make_step_model`` (``[noisy_magnitude,
+def make_gru_floor_step_model(units: int = GRU_UNITS, bins: int = BINS) -> keras.Model:
+    """The capstone's step model, same interface as ``make_gru_step_model`` (``[noisy_magnitude,
     previous_state] -> [mask, next_state]``, runs with ``unroll``): the GRU's output is read
     as a per-bin noise floor (a Dense layer, ``floor``), and the mask is a per-bin gain on how
     far the frame's log magnitude rises above it (``FloorGain``). The gain is one function of
@@ -216,4 +218,4 @@ def make_floor_step_model(units: int = UNITS, bins: int = BINS) -> keras.Model:
     inputs, features, gru_output, next_state = _gru_step(units, bins)
     floor = keras.layers.Dense(int(bins), name="floor")(gru_output)
     mask = FloorGain(name="mask")([features, floor])
-    return keras.Model(inputs, [mask, next_state], name="floor_step_model")
+    return keras.Model(inputs, [mask, next_state], name="gru_floor_step_model")

@@ -1,6 +1,6 @@
 """``unroll``: run a step model over every frame, threading its state correctly.
 
-A *step model* (seed 000; ``helpers.denoiser.make_step_model``) sees one frame and the
+A *step model* (the GRU question; ``helpers.denoiser.make_gru_step_model``) sees one frame and the
 previous state, and returns one output and the next state. Somebody has to call it once per
 frame and hand each step's state to the next. ``unroll`` does that, the way the tape needs:
 
@@ -14,7 +14,7 @@ frame and hand each step's state to the next. ``unroll`` does that, the way the 
   exactly those of the full run; only the gradients are cut at the edges.
 
 Beside it, the references it is checked against (``reference_loop``,
-``keras_rnn_reference``) and the seed's own output helper, ``seed_output_audio``, which
+``keras_rnn_reference``) and the question's own output helper, ``numpy_output_audio``, which
 leaves TensorFlow and so cuts the tape (notebooks 01 and 02).
 """
 
@@ -128,7 +128,7 @@ def _check_step_model(step_model) -> None:
         raise TypeError("step_model must be a Keras model with two inputs, [frame, state], "
                         f"and two outputs, [output_frame, next_state]; got "
                         f"{type(step_model).__name__}. Build one with "
-                        "helpers.denoiser.make_step_model().")
+                        "helpers.denoiser.make_gru_step_model().")
 
 
 def _checked_inputs(step_model, frames, initial_state):
@@ -185,7 +185,7 @@ def keras_rnn_reference(step_model: keras.Model, frames, initial_state
                         ) -> tuple[tf.Tensor, tf.Tensor]:
     """The same computation with ``keras.layers.RNN`` over the step model's own ``GRUCell``.
 
-    For ``helpers.denoiser.make_step_model``: the per-frame layers (features, mask) run on
+    For ``helpers.denoiser.make_gru_step_model``: the per-frame layers (features, mask) run on
     all frames at once; Keras runs the recurrence. Same variables as the step model, so
     gradients can be compared one to one.
     """
@@ -197,11 +197,11 @@ def keras_rnn_reference(step_model: keras.Model, frames, initial_state
     return step_model.get_layer("mask")(sequence), final_state
 
 
-def seed_output_audio(masks_by_frame: Mapping[int, tf.Tensor], noisy_spectrum,
+def numpy_output_audio(masks_by_frame: Mapping[int, tf.Tensor], noisy_spectrum,
                       length: int, hop_length: int = HOP_LENGTH) -> tf.Tensor:
-    """The seed's output helper, written the way many people write it: **it cuts the tape**.
+    """The question's output helper, written the way many people write it: **it cuts the tape**.
 
-    ``masks_by_frame`` maps frame index -> ``(1, bins)`` mask, as the seed's loop collects
+    ``masks_by_frame`` maps frame index -> ``(1, bins)`` mask, as the question's loop collects
     them; ``noisy_spectrum`` is ``(1, frames, bins)`` from ``helpers.audio.stft``. Same numbers
     as ``helpers.denoiser.apply_masks`` (NumPy inverse FFT, Hann synthesis window,
     overlap-add, divided by the summed squared window), but the masks leave TensorFlow through

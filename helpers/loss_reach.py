@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.dataset import Example
+from helpers.dataset import Clip
 from helpers.denoiser import enhance
 from helpers.voicing_loss import (
     LossFn,
@@ -20,14 +20,14 @@ from helpers.voicing_loss import (
 )
 
 
-def frames_reached(model: keras.Model, example: Example, loss_fn: LossFn = None,
+def frames_reached(model: keras.Model, example: Clip, loss_fn: LossFn = None,
                    **loss_kwargs) -> np.ndarray:
     """Per frame: does the loss depend on that frame of the estimate's STFT magnitude?
     (True where the gradient with respect to the frame is non-zero.) All False when the
     gradient is None."""
     core = _core_of(loss_fn)
-    estimate = enhance(model, example.noisy)
-    ref_mag, est_mag = magnitudes(example.reference, estimate)
+    estimate = enhance(model, example.audio)
+    ref_mag, est_mag = magnitudes(example.clean, estimate)
     with tf.GradientTape() as tape:
         tape.watch(est_mag)
         loss = core(ref_mag, est_mag, example.labels, **loss_kwargs)
@@ -38,7 +38,7 @@ def frames_reached(model: keras.Model, example: Example, loss_fn: LossFn = None,
 
 
 def _core_of(loss_fn: LossFn | None) -> LossFn:
-    """The ``*_on_magnitudes`` core of a voicing loss (the seed's loss when None)."""
+    """The ``*_on_magnitudes`` core of a voicing loss (the question's loss when None)."""
     cores = {cond_loop_voicing_loss: cond_loop_loss_on_magnitudes,
              masked_voicing_loss: masked_loss_on_magnitudes}
     core = cores.get(loss_fn or cond_loop_voicing_loss)

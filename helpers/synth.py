@@ -19,7 +19,7 @@ from scipy import signal
 
 from helpers.audio import SAMPLE_RATE, AudioError
 
-Kind = Literal["voiced", "unvoiced", "silent"]
+SegmentKind = Literal["voiced", "unvoiced", "silent"]
 FADE_SECONDS = 0.010
 
 
@@ -27,7 +27,7 @@ FADE_SECONDS = 0.010
 class Segment:
     """A stretch of a clip. Frequencies in Hz; f0/F1/F2/F3 are 0 where they do not apply."""
 
-    kind: Kind
+    kind: SegmentKind
     duration: float
     f0: float = 0.0
     f1: float = 0.0

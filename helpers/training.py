@@ -15,13 +15,13 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import frame
-from helpers.dataset import Example
+from helpers.dataset import Clip
 from helpers.denoiser import enhance
 from helpers.gradients import gradients_of
 from helpers.voicing_loss import LossFn, masked_voicing_loss
 
 
-def loss_and_gradients(model: keras.Model, example: Example, loss_fn: LossFn,
+def loss_and_gradients(model: keras.Model, example: Clip, loss_fn: LossFn,
                        unconnected_gradients: tf.UnconnectedGradients
                        = tf.UnconnectedGradients.NONE, **loss_kwargs
                        ) -> tuple[float, list[tf.Tensor | None]]:
@@ -29,8 +29,8 @@ def loss_and_gradients(model: keras.Model, example: Example, loss_fn: LossFn,
     gradient of ``loss_fn`` with respect to its trainable variables (a list that lines up
     with them; entries may be None)."""
     with tf.GradientTape() as tape:
-        estimate = enhance(model, example.noisy)
-        loss = loss_fn(example.reference, estimate, example.labels, **loss_kwargs)
+        estimate = enhance(model, example.audio)
+        loss = loss_fn(example.clean, estimate, example.labels, **loss_kwargs)
     return float(loss), gradients_of(tape, loss, model.trainable_variables, unconnected_gradients)
 
 
@@ -97,7 +97,7 @@ def optimizer_slot_norm(optimizer: keras.optimizers.Optimizer, slot: str = "mome
 
 
 def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                    examples: list[Example], loss_fn: LossFn = None, **loss_kwargs):
+                    examples: list[Clip], loss_fn: LossFn = None, **loss_kwargs):
     """A ``tf.function`` training step over a fixed batch of examples (a Python list: the clips
     may differ in length): mean loss over the batch, gradients, one optimizer step. Works for
     either denoiser (``helpers.denoiser.enhance`` runs the model). The optimizer is built
@@ -115,7 +115,7 @@ def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
     @tf.function(autograph=False)
     def step():
         with tf.GradientTape() as tape:
-            losses = [loss_fn(ex.reference, enhance(model, ex.noisy), ex.labels, **loss_kwargs)
+            losses = [loss_fn(ex.clean, enhance(model, ex.audio), ex.labels, **loss_kwargs)
                       for ex in examples]
             loss = tf.add_n(losses) / len(losses)
         grads = tape.gradient(loss, variables)
@@ -125,21 +125,22 @@ def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
     return step
 
 
-# ------------------------------------------------- checks that tell the fix from the seed's loss
+# ------------------------------------------ checks that tell the fix from the question's loss
 
 
-def graph_gradient_norm(model: keras.Model, example: Example, loss_fn: LossFn,
+def graph_gradient_norm(model: keras.Model, example: Clip, loss_fn: LossFn,
                         **loss_kwargs) -> float:
     """Global norm of the gradient of ``loss_fn`` on one example, inside ``tf.function`` (as
-    in training; unconnected variables count as zero). "No None" cannot tell the seed's loss
-    from the fix inside ``tf.function``, where the seed gives zeros; this can: on a silent
-    example the seed's per-frame loss gives exactly 0, the masked loss a positive norm."""
+    in training; unconnected variables count as zero). "No None" cannot tell the question's loss
+    from the fix inside ``tf.function``, where the question's loss gives zeros; this can: on a
+    silent
+    example the question's per-frame loss gives exactly 0, the masked loss a positive norm."""
     variables = model.trainable_variables
 
     @tf.function(autograph=False)
     def norm():
         with tf.GradientTape() as tape:
-            loss = loss_fn(example.reference, enhance(model, example.noisy), example.labels,
+            loss = loss_fn(example.clean, enhance(model, example.audio), example.labels,
                            **loss_kwargs)
         grads = tape.gradient(loss, variables,
                               unconnected_gradients=tf.UnconnectedGradients.ZERO)
@@ -148,16 +149,16 @@ def graph_gradient_norm(model: keras.Model, example: Example, loss_fn: LossFn,
     return float(norm())
 
 
-def level_change_db(model: keras.Model, example: Example, frames: np.ndarray | None = None
+def level_change_db(model: keras.Model, example: Clip, frames: np.ndarray | None = None
                     ) -> float:
     """Output energy relative to input energy (dB) on ``frames`` of an example (a boolean
     per-frame mask; default: its silent frames). A model that learned to output silence
-    there is well below 0 dB; one trained with the seed's loss stays near where it began."""
+    there is well below 0 dB; one trained with the question's loss stays near where it began."""
     frames = example.labels.silent if frames is None else np.asarray(frames, dtype=bool)
     if frames.shape != (example.num_frames,) or not frames.any():
         raise ValueError(f"frames must be a boolean mask of the example's {example.num_frames} "
                          "frames with at least one frame selected.")
-    output = enhance(model, example.noisy)
+    output = enhance(model, example.audio)
     energy_out = tf.reduce_sum(tf.square(frame(output)), axis=-1).numpy()[frames].sum()
-    energy_in = tf.reduce_sum(tf.square(frame(example.noisy)), axis=-1).numpy()[frames].sum()
+    energy_in = tf.reduce_sum(tf.square(frame(example.audio)), axis=-1).numpy()[frames].sum()
     return float(10 * np.log10(energy_out / energy_in))

@@ -1,5 +1,6 @@
-"""The voiced/unvoiced loss of seed 004: per-frame labels, harmonic and formant errors, the
-seed's per-frame ``tf.cond`` / ``tf.while_loop`` version, and the masked, vectorised fix.
+"""The voiced/unvoiced loss of the voicing-loss question: per-frame labels, harmonic and
+formant errors, the question's per-frame ``tf.cond`` / ``tf.while_loop`` version, and the
+masked, vectorised fix.
 
 Both losses have the same call shape, ``loss(reference, estimate, labels) -> scalar``:
 
@@ -19,7 +20,7 @@ respect to the estimate):
 Both compare *log-compressed* levels, ``0.5 * log(power + LOG_EPS**2)``. Its slope with
 respect to a magnitude ``m`` is ``m / (m**2 + LOG_EPS**2) <= 1 / (2 * LOG_EPS)``, so the
 gradient stays bounded on silent and near-silent frames (``log(where(M <= 0, eps, M))`` gives
-slopes near ``1 / M``, about 1e6 and more on near-silent input: FACTS.md). The masked loss
+slopes near ``1 / M``, about 1e6 and more on near-silent input). The masked loss
 adds a third term on frames that are not voiced, the **reconstruction error**
 (``reconstruction_errors``), so that a file without speech still says what the model should
 output: the reference (silence, on a silent file).
@@ -47,10 +48,10 @@ from helpers.audio import (
 )
 from helpers.labels import FrameLabels, LabelError, Voicing
 
-EPSILON = 1e-5  # the seed's epsilon, added to every frame's error (a constant: no gradient)
+EPSILON = 1e-5  # the question's epsilon, added to every frame's error (a constant: no gradient)
 LOG_EPS = 1e-3  # floor of the log compression: -60 dB below a magnitude of 1
 NUM_HARMONICS = 8  # harmonics 1..8 of f0: all below 3.2 kHz for f0 up to 400 Hz
-SILENCE_WEIGHT = 1.0  # default weight of the term that covers silent and unvoiced frames
+DEFAULT_SILENCE_WEIGHT = 1.0  # default weight of the term that covers silent and unvoiced frames
 
 Compress = Callable[[tf.Tensor], tf.Tensor]
 
@@ -138,13 +139,13 @@ def reconstruction_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor) -> 
 
 
 # ---------------------------------------------------------------------------------------------
-# Which frames get which term: the seed's look-ahead conditions
+# Which frames get which term: the question's look-ahead conditions
 # ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class VoicingMasks:
     """Per-frame booleans: which frames get the harmonic term, the formant term and the
-    silence term. ``harmonic`` and ``formant`` are the seed's conditions, vectorised."""
+    silence term. ``harmonic`` and ``formant`` are the question's conditions, vectorised."""
 
     harmonic: np.ndarray
     formant: np.ndarray
@@ -154,8 +155,8 @@ class VoicingMasks:
         return {name: int(getattr(self, name).sum()) for name in ("harmonic", "formant", "silence")}
 
 
-def seed_frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool]:
-    """The seed's three conditions for frame ``i``, in plain Python (for reading and tests):
+def frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool]:
+    """The question's three conditions for frame ``i``, in plain Python (for reading and tests):
     ``(is_voiced_h, is_voiced_f, is_unvoiced_f)``. Frames past the end count as silent."""
     n = len(voicing)
 
@@ -171,7 +172,7 @@ def seed_frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool
 
 
 def voicing_masks(labels: FrameLabels) -> VoicingMasks:
-    """The seed's per-frame conditions for all frames at once, plus the silence-term mask.
+    """The question's per-frame conditions for all frames at once, plus the silence-term mask.
 
     * harmonic: frame ``i`` and frame ``i + 1`` are voiced (and ``i`` is not the last frame);
     * formant: frame ``i`` is voiced and one of the next two is, or frame ``i`` is unvoiced and
@@ -243,30 +244,30 @@ def magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The seed's loss: per-frame tf.cond inside tf.while_loop
+# The question's loss: per-frame tf.cond inside tf.while_loop
 # ---------------------------------------------------------------------------------------------
 
 def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
                            back_prop: bool | None = None, else_scale: float | None = None,
                            logical_conditions: bool = False, pad_lookahead: bool = True,
                            sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
-    """The seed's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
+    """The question's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
     ``tf.cond`` whether the frame gets a harmonic and a formant error, and writes each frame's
     error (or ``tf.zeros`` + epsilon) to a ``TensorArray``.
 
-    * ``back_prop=True`` passes the seed's "fix 3" to ``tf.while_loop`` (it is the default).
-    * ``else_scale=1e-10`` is the seed's "fix 1": the false branches return
+    * ``back_prop=True`` passes the question's "fix 3" to ``tf.while_loop`` (it is the default).
+    * ``else_scale=1e-10`` is the question's "fix 1": the false branches return
       ``reduce_mean(model_frame) * else_scale`` instead of ``tf.zeros``.
-    * ``logical_conditions=True`` is the seed's "fix 2": the three conditions are the
+    * ``logical_conditions=True`` is the question's "fix 2": the three conditions are the
       ``tf.logical_*`` tensors themselves instead of ``tf.cond(..., lambda: True,
       lambda: False)``. The error branches are unchanged.
 
-    Differences from the seed, on purpose: the look-ahead reads ``speechs[i + 1]`` and
-    ``speechs[i + 2]``, and ``tf.logical_and`` evaluates both sides, so the seed's
+    Differences from the question's code, on purpose: the look-ahead reads ``speechs[i + 1]`` and
+    ``speechs[i + 2]``, and ``tf.logical_and`` evaluates both sides, so the question's
     ``i < num_frames - 1`` does not stop the read past the end (TensorFlow raises an
     out-of-bounds error on the last frame). The voicing is padded with two silent frames so the
-    reads stay in bounds (``pad_lookahead=False`` reads past the end, as the seed does).
-    Unvoiced is ``Voicing.UNVOICED`` (2) where the seed used 3. The seed's ``flags`` (a
+    reads stay in bounds (``pad_lookahead=False`` reads past the end, as the question's code does).
+    Unvoiced is ``Voicing.UNVOICED`` (2) where the question used 3. The question's ``flags`` (a
     formant-tracker flag the course labels do not have) are left out, and f0 comes from the
     labels instead of a per-frame pitch tracker.
     """
@@ -302,13 +303,13 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
             return tf.zeros((2,), dtype=tf.float32)
         return tf.tile(tf.reduce_mean(model_frame, keepdims=True) * else_scale, [2])
 
-    def at(values, j):  # values[j]; tf.gather is the same read as the seed's speechs[j], faster
+    def at(values, j):  # values[j]; tf.gather is the same read as the question's speechs[j], faster
         return tf.gather(values, j)
 
     def one(frame_values):  # a batch of one frame, for the all-frames error functions
         return tf.expand_dims(frame_values, 0)
 
-    def decide(condition):  # the seed: tf.cond(condition, lambda: True, lambda: False)
+    def decide(condition):  # the question's code: tf.cond(condition, lambda: True, lambda: False)
         if logical_conditions:  # the answer's "fix 2": the tf.logical_* tensor itself
             return condition
         return tf.cond(condition, lambda: True, lambda: False)
@@ -354,7 +355,7 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
 # ---------------------------------------------------------------------------------------------
 
 def masked_voicing_loss(reference, estimate, labels: FrameLabels,
-                        silence_weight: float = SILENCE_WEIGHT,
+                        silence_weight: float = DEFAULT_SILENCE_WEIGHT,
                         sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
     """The fix: the same harmonic and formant terms on all frames at once, selected by masks.
 
@@ -375,7 +376,7 @@ def masked_voicing_loss(reference, estimate, labels: FrameLabels,
 
 
 def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
-                              silence_weight: float = SILENCE_WEIGHT,
+                              silence_weight: float = DEFAULT_SILENCE_WEIGHT,
                               sample_rate: int = SAMPLE_RATE,
                               voiced_weight: float = 0.0) -> tf.Tensor:
     """``masked_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks).
@@ -397,7 +398,7 @@ def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: Fr
     formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
     formant = formant_errors(tf.where(f_rows, ref_mag, 1.0), tf.where(f_rows, est_mag, 1.0),
                              tf.where(f_rows, formants, 1000.0), sample_rate=sample_rate)
-    # Second where: keep the term only where it applies (zeros elsewhere, like the seed).
+    # Second where: keep the term only where it applies (zeros elsewhere, like the question's code).
     harmonic = tf.where(harmonic_mask, harmonic, 0.0) + EPSILON
     formant = tf.where(f_rows, formant, 0.0) + EPSILON
     loss = tf.reduce_mean(harmonic) + tf.reduce_mean(formant)

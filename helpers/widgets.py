@@ -11,10 +11,11 @@ not a neutral update, Adam's momentum keeps moving).
 The controls (``GradientLab.controls``, by name):
 
 * ``clip``: the excerpt (``LAB_CLIPS``, or the learner's own ``clips``);
-* ``loss``: ``per-frame (seed)`` (``cond_loop_voicing_loss``, seed 004's per-frame
+* ``loss``: ``per-frame (question)`` (``cond_loop_voicing_loss``, the voicing-loss
+  question's per-frame
   ``tf.cond`` loop) or ``masked`` (``masked_voicing_loss``, the fix), or the learner's own;
-* ``else_scale``: the seed answer's hack, the scale of the else-branches (``off`` is the
-  seed itself, ``1e-10`` the answer's); only for a loss that takes ``else_scale``;
+* ``else_scale``: the accepted answer's hack, the scale of the else-branches (``off`` is the
+  question's code, ``1e-10`` the answer's); only for a loss that takes ``else_scale``;
 * ``silence_weight``: the weight of the masked loss's silence term; only for a loss that
   takes ``silence_weight``;
 * ``mode``: ``eager`` or ``tf.function``;
@@ -31,6 +32,7 @@ output), so the lab can be driven and tested without a browser: set
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import inspect
 import io
@@ -48,8 +50,9 @@ import tensorflow as tf
 from IPython.display import HTML, Image
 
 from helpers.audio import check_audio
-from helpers.dataset import Example, excerpt, load_clip, make_example
-from helpers.denoiser import enhance, is_step_model, make_step_model
+from helpers.checks import is_int
+from helpers.dataset import Clip, ClipExcerpt, clip_excerpt, make_example
+from helpers.denoiser import enhance, is_step_model, make_gru_step_model
 from helpers.gradients import GradientReport, gradient_report, gradients_of
 from helpers.labels import FrameLabels
 from helpers.plots import plot_gradient_norms
@@ -58,16 +61,16 @@ from helpers.reproducibility import make_deterministic
 from helpers.training import TrainingState, restore_weights, snapshot
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 
-# Clip choices: (clip name, first frame, number of frames). 16 frames = 0.24 s keeps the
-# eager per-frame loop well under a second.
-LAB_CLIPS: dict[str, tuple[str, int, int]] = {
-    "voiced": ("vowel_a", 10, 16),
-    "unvoiced": ("fricative_s", 4, 16),
-    "silent": ("silence", 4, 16),
-    "real": ("arctic_a0009", 30, 16),
+# Clip choices: excerpts of course clips. 16 frames = 0.24 s keeps the eager per-frame loop
+# well under a second.
+LAB_CLIPS: dict[str, ClipExcerpt] = {
+    "voiced": ClipExcerpt("vowel_a", 10, 26),
+    "unvoiced": ClipExcerpt("fricative_s", 4, 20),
+    "silent": ClipExcerpt("silence", 4, 20),
+    "real": ClipExcerpt("arctic_a0009", 30, 46),
 }
 LAB_LOSSES: dict[str, Callable] = {
-    "per-frame (seed)": cond_loop_voicing_loss,
+    "per-frame (question)": cond_loop_voicing_loss,
     "masked": masked_voicing_loss,
 }
 MODES = ("eager", "tf.function")
@@ -91,12 +94,12 @@ ADAM_WARMUP_STEPS = 5  # "after 5 voiced steps", as in notebook 04
 # ------------------------------------------------------------------------ clips and losses
 
 
-def lab_examples(clips: Mapping[str, Any] | None = None) -> dict[str, Example]:
-    """The lab's clips as ``Example``s (noisy input, clean reference, labels), by name.
+def lab_examples(clips: Mapping[str, Any] | None = None) -> dict[str, Clip]:
+    """The lab's clips as ``Clip``s (noisy input, clean reference, labels), by name.
 
-    Each value may be a course clip excerpt ``(clip name, first frame, number of frames)``
+    Each value may be a ``helpers.dataset.ClipExcerpt`` ``(clip name, start frame, stop frame)``
     (like ``LAB_CLIPS``), a ``(clean audio, FrameLabels)`` pair (seeded noise is added by
-    ``make_example``), or a ready ``helpers.dataset.Example``.
+    ``make_example``), or a ready ``helpers.dataset.Clip``.
     """
     clips = LAB_CLIPS if clips is None else clips
     if not isinstance(clips, Mapping) or not clips:
@@ -105,24 +108,22 @@ def lab_examples(clips: Mapping[str, Any] | None = None) -> dict[str, Example]:
     return {_check_name(name, "clip"): _as_example(name, value) for name, value in clips.items()}
 
 
-def _as_example(name: str, value: Any) -> Example:
-    if isinstance(value, Example):
-        _check_clip_audio(name, value.noisy, value.labels, "noisy")
-        _check_clip_audio(name, value.reference, value.labels, "reference")
+def _as_example(name: str, value: Any) -> Clip:
+    if isinstance(value, Clip):
+        _check_clip_audio(name, value.audio, value.labels, "audio")
+        _check_clip_audio(name, value.clean, value.labels, "clean")
         return value
     if (isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], str)
-            and all(isinstance(v, (int, np.integer)) for v in value[1:])):
-        clip_name, start, count = value
-        source = load_clip(clip_name)
-        reference, labels = excerpt(source.clean, source.labels, start, start + count)
-        return make_example(name, reference, labels, seed=0)
+            and all(is_int(v) for v in value[1:])):
+        return dataclasses.replace(clip_excerpt(ClipExcerpt(*value)), name=name)
     if isinstance(value, tuple) and len(value) == 2:
         audio, labels = value
         _check_clip_audio(name, audio, labels, "audio")
         return make_example(name, np.asarray(audio, dtype=np.float32), labels, seed=0)
     raise TypeError(
-        f"clip {name!r} must be (clean audio, FrameLabels), (course clip name, first frame, "
-        f"number of frames) or a helpers.dataset.Example; got {type(value).__name__}.")
+        f"clip {name!r} must be (clean audio, FrameLabels), a helpers.dataset.ClipExcerpt "
+        f"(course clip name, start frame, stop frame) or a helpers.dataset.Clip; got "
+        f"{type(value).__name__}.")
 
 
 def _check_clip_audio(name: str, audio: Any, labels: Any, what: str) -> None:
@@ -272,16 +273,16 @@ class LabResult:
 def lab_model(seed: int = 0) -> keras.Model:
     """A fresh, untrained step model with repeatable weights."""
     make_deterministic(seed)
-    return make_step_model()
+    return make_gru_step_model()
 
 
-def _loss_and_grads(model: keras.Model, example: Example, loss_fn: Callable,
+def _loss_and_grads(model: keras.Model, example: Clip, loss_fn: Callable,
                     loss_kwargs: dict[str, Any]) -> tuple[tf.Tensor, list]:
     """The loss and the tape's gradients (``None`` where the loss does not reach)."""
     variables = model.trainable_variables
-    clean = tf.constant(example.reference)
+    clean = tf.constant(example.clean)
     with tf.GradientTape() as tape:
-        estimate = enhance(model, example.noisy)
+        estimate = enhance(model, example.audio)
         loss = loss_fn(clean, estimate, example.labels, **loss_kwargs)
     loss = tf.convert_to_tensor(loss)
     if loss.shape.rank != 0 or not loss.dtype.is_floating:
@@ -300,7 +301,7 @@ def apply_policy(grads: list, variables: list, policy: str) -> list:
     return [tf.zeros(v.shape, v.dtype) if g is None else g for g, v in zip(grads, variables)]
 
 
-def _bind(model: keras.Model, example: Example, loss_fn: Callable,
+def _bind(model: keras.Model, example: Clip, loss_fn: Callable,
           fixed: dict[str, Any]) -> Callable[..., tuple[tf.Tensor, list]]:
     """``compute(**knobs)``: the loss and gradients with ``fixed`` and ``knobs`` (tensors
     inside ``tf.function``) as the loss's keyword arguments."""
@@ -316,7 +317,7 @@ def _moves_anything(grads: list) -> bool:
 
 def _tensor_knobs(loss_fn: Callable) -> tuple[str, ...]:
     """Knobs ``loss_fn`` can take as a tensor inside ``tf.function`` (no Python decision on
-    their value): the seed's loss multiplies by ``else_scale``, whatever it is."""
+    their value): the question's loss multiplies by ``else_scale``, whatever it is."""
     base = loss_fn.func if isinstance(loss_fn, partial) else loss_fn
     return ("else_scale",) if base is cond_loop_voicing_loss else ()
 
@@ -342,7 +343,7 @@ class GradientLab:
       ``ELSE_SCALES`` and ``SILENCE_WEIGHTS``; disabled when the loss does not take that
       knob), ``mode``, ``policy`` (ToggleButtons); each has a ``description`` (its name);
     * ``gradient-lab-summary``: one line, ``result.describe()``, e.g.
-      ``clip=silent, loss=per-frame (seed), else_scale=off, mode=eager, policy=None: loss
+      ``clip=silent, loss=per-frame (question), else_scale=off, mode=eager, policy=None: loss
       2e-05; 5 variables: 5 none``: the applicable controls as ``name=value`` in
       ``CONTROL_NAMES`` order, then the loss and the report's summary. It depends only on
       the setting (and the model's weights): ``lab.result_for(**values).describe()`` gives
@@ -362,7 +363,7 @@ class GradientLab:
         self.examples = lab_examples(clips)
         clip = clip if clip is not None else ("silent" if "silent" in self.examples
                                               else next(iter(self.examples)))
-        loss = loss if loss is not None else ("per-frame (seed)" if "per-frame (seed)"
+        loss = loss if loss is not None else ("per-frame (question)" if "per-frame (question)"
                                               in self.losses else next(iter(self.losses)))
         make_setting(clip, loss, mode, policy, else_scale, silence_weight,
                      clips=self.examples, losses=self.losses)  # bad values: a clear error
@@ -473,7 +474,7 @@ class GradientLab:
 
     def _loss_and_grads(self, setting: LabSetting) -> tuple[float, list]:
         """The tape's gradients for a setting (before the policy), cached. Inside
-        ``tf.function``, one trace per clip, loss and knob value, except that the seed's
+        ``tf.function``, one trace per clip, loss and knob value, except that the question's
         loss takes the hack's scale as a tensor: one trace for every scale but ``off``.
         Mode and policy changes reuse a trace."""
         kwargs = setting.loss_kwargs()

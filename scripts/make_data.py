@@ -21,21 +21,17 @@ from pathlib import Path
 
 import helpers  # noqa: F401  (quiet TensorFlow)
 from helpers.audio import SAMPLE_RATE, load_audio, save_audio
-from helpers.dataset import (
+from helpers.capstone_data import (
     CAPSTONE_DIR,
     CAPSTONE_HELD_BACK_SECONDS,
     CAPSTONE_HELD_BACK_SEEDS,
     CAPSTONE_SNR_DB,
     CAPSTONE_TRAIN_SECONDS,
     CAPSTONE_TRAIN_SEEDS,
-    DATA_DIR,
-    REAL_CLIP,
-    SYNTHETIC_CLIPS,
-    ClipSpec,
     capstone_utterance,
     held_back_noise_seed,
-    sha256,
 )
+from helpers.dataset import DATA_DIR, REAL_CLIP, SYNTHETIC_CLIPS, ClipSpec, sha256
 from helpers.labels import formant_track, pitch_track
 from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
 from helpers.synth import add_noise, synthesize
@@ -123,7 +119,7 @@ def _utterance_entry(root: Path, name: str, seed: int, seconds: float) -> dict:
 
 def build_capstone(root: Path) -> dict:
     """The capstone's clips: clean training utterances (training noise is made by
-    ``helpers.dataset.train_noise`` when training), clean held-back utterances and their
+    ``helpers.capstone_data.train_noise`` when training), clean held-back utterances and their
     mixtures with fresh noise of every family; and the SHA-256 of the shipped weights
     (made by ``scripts/train_capstone.py``, not here)."""
     (root / CAPSTONE_DIR).mkdir(parents=True, exist_ok=True)

@@ -45,10 +45,10 @@ def labelled_clips() -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
                             ("capstone wider", dataset.wider_held_back_mixtures)):
         seen = set()
         for mixture in mixtures():
-            if mixture.utterance not in seen:
-                seen.add(mixture.utterance)
-                yield group, f"{mixture.utterance}_clean", mixture.clean, mixture.labels.voicing
-            yield group, mixture.name, mixture.noisy, mixture.labels.voicing
+            if mixture.clean_name not in seen:
+                seen.add(mixture.clean_name)
+                yield group, f"{mixture.clean_name}_clean", mixture.clean, mixture.labels.voicing
+            yield group, mixture.name, mixture.audio, mixture.labels.voicing
 
 
 def main() -> None:

@@ -48,7 +48,8 @@ WORD = re.compile(r"[A-Za-z0-9]+")
 MAP_ROW = re.compile(r"^\|\s*\[`(\d\d_\w+)`\]\([^)]*\)\s*\|.*\|\s*(\d+)\s*\|\s*$", re.M)
 TIME_LINE = re.compile(r"\*\*Time(?:\*\*\s*\||:\*\*)\s*about (\d+) minutes")
 ASSERT = re.compile(r"^\s*assert\b")
-EXERCISE_BULLET = re.compile(r"^- \*\*Exercises?\b(?:[^\n]|\n(?=  ))*?(\d+)\s+minutes(\s+each)?", re.M)
+EXERCISE_BULLET = re.compile(  # a bullet may go on over indented lines
+    r"^- \*\*Exercises?\b(?:[^\n]|\n(?=  ))*?(\d+)\s+minutes(\s+each)?", re.M)
 
 
 @dataclass(frozen=True)

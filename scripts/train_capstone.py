@@ -17,10 +17,10 @@ import sys
 
 import helpers  # noqa: F401  (quiet TensorFlow)
 from helpers.capstone import (
-    EXTRA_UTTERANCES,
     LOSSES,
-    NOISE_INSTANCES,
-    TRAIN_STEPS,
+    SHIPPED_EXTRA_UTTERANCES,
+    SHIPPED_NOISE_INSTANCES,
+    SHIPPED_TRAIN_STEPS,
     train_shipped,
     weights_bytes,
     weights_path,
@@ -28,9 +28,9 @@ from helpers.capstone import (
 from helpers.reproducibility import make_deterministic
 
 
-def trained_bytes(loss: str, steps: int = TRAIN_STEPS, clips: int | None = None,
-                  seed: int = 0, extra_utterances: int = EXTRA_UTTERANCES,
-                  noise_instances: int = NOISE_INSTANCES) -> bytes:
+def trained_bytes(loss: str, steps: int = SHIPPED_TRAIN_STEPS, clips: int | None = None,
+                  seed: int = 0, extra_utterances: int = SHIPPED_EXTRA_UTTERANCES,
+                  noise_instances: int = SHIPPED_NOISE_INSTANCES) -> bytes:
     """The weights file ``train_shipped(loss, seed, ...)`` gives, as bytes (the arguments
     shrink the shipped run for a test)."""
     make_deterministic(seed)

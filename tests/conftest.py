@@ -43,6 +43,6 @@ def clips():
 def model():
     """The waveform denoiser of notebooks 03-04, from a fixed seed (test files that need
     another model define their own ``model`` fixture)."""
-    from helpers.denoiser import make_denoiser
+    from helpers.denoiser import make_conv_denoiser
 
-    return make_denoiser(seed=3)
+    return make_conv_denoiser(seed=3)

@@ -1,5 +1,5 @@
 """data/ and helpers.dataset: the synthesizer, the labels, the manifest, the real clip, and the
-pieces of clips the notebooks train on (crop, excerpt, Example, batch_of, noisy_crops)."""
+pieces of clips the notebooks train on (crop, excerpt, Clip, batch_of, noisy_crops)."""
 
 import importlib.util
 import json
@@ -22,13 +22,13 @@ from helpers.audio import (
     stft,
     stft_magnitude,
 )
+from helpers.capstone_data import capstone_manifest
 from helpers.dataset import (
     DATA_DIR,
     NOISE_RMS,
     REAL_CLIP,
-    Example,
+    Clip,
     batch_of,
-    capstone_manifest,
     clip_names,
     crop,
     excerpt,
@@ -266,7 +266,7 @@ def test_add_noise_sets_the_snr_exactly_and_is_seeded():
         add_noise(np.zeros(100, np.float32), 5.0, seed=1)
 
 
-# --- pieces of clips: crop, excerpt, Example ---------------------------------------------------
+# --- pieces of clips: crop, excerpt, Clip ---------------------------------------------------
 
 
 def test_crop_keeps_audio_clean_and_labels_together():
@@ -316,15 +316,15 @@ def test_make_example_adds_seeded_noise_at_noise_rms():
     clip = load_clip("utterance_1")
     reference, labels = excerpt(clip.clean, clip.labels, 0, 40)
     example = make_example("first 40", reference, labels, seed=3)
-    assert isinstance(example, Example) and example.num_frames == 40
-    assert example.noisy.dtype == example.reference.dtype == np.float32
-    noise = example.noisy - example.reference
+    assert isinstance(example, Clip) and example.num_frames == 40
+    assert example.audio.dtype == example.clean.dtype == np.float32
+    noise = example.audio - example.clean
     assert np.sqrt(np.mean(noise**2)) == pytest.approx(NOISE_RMS, rel=0.05)
     again = make_example("first 40", reference, labels, seed=3)
-    assert again.noisy.tobytes() == example.noisy.tobytes()
-    assert make_example("x", reference, labels, seed=4).noisy.tobytes() != example.noisy.tobytes()
+    assert again.audio.tobytes() == example.audio.tobytes()
+    assert make_example("x", reference, labels, seed=4).audio.tobytes() != example.audio.tobytes()
     quiet = make_example("x", reference, labels, noise_rms=0.0)
-    np.testing.assert_array_equal(quiet.noisy, quiet.reference)
+    np.testing.assert_array_equal(quiet.audio, quiet.clean)
     assert example.describe().startswith("first 40: 0.62 s, 40 frames (")
 
 

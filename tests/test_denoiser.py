@@ -1,6 +1,6 @@
 """helpers.denoiser: the GRU spectral-mask step model, the waveform denoiser, ``apply_masks``,
 ``enhance``/``denoise`` for both, and the claims notebooks 01 and 02 make about the seed's own
-loop (a ``tf.Variable`` state, the NumPy output helper ``seed_output_audio``)."""
+loop (a ``tf.Variable`` state, the NumPy output helper ``numpy_output_audio``)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,19 @@ from helpers.audio import FRAME_LENGTH, HOP_LENGTH, AudioError, num_frames, stft
 from helpers.dataset import batch_of, load_clip
 from helpers.denoiser import (
     BINS,
-    UNITS,
+    GRU_UNITS,
     Gain,
     LogMagnitude,
     apply_masks,
-    denoise,
     denoising_loss,
     enhance,
+    enhance_numpy,
     is_step_model,
-    make_denoiser,
-    make_step_model,
+    make_conv_denoiser,
+    make_gru_step_model,
 )
 from helpers.gradients import gradient_report, max_abs_diff
-from helpers.gru_state import seed_output_audio, zero_state
+from helpers.gru_state import numpy_output_audio, zero_state
 from helpers.reproducibility import make_deterministic
 
 RNG = np.random.default_rng(3)
@@ -36,30 +36,30 @@ AUDIO = (0.1 * RNG.standard_normal(3000)).astype(np.float32)
 @pytest.fixture(scope="module")
 def step_model() -> keras.Model:
     make_deterministic(0)
-    return make_step_model(units=4)
+    return make_gru_step_model(units=4)
 
 
 @pytest.fixture(scope="module")
 def waveform_model() -> keras.Model:
-    return make_denoiser(seed=3)
+    return make_conv_denoiser(seed=3)
 
 
 # ---------------------------------------------------------------------------- the step model
 
 
 def test_step_model_shapes_and_variables():
-    model = make_step_model()
-    assert BINS == FRAME_LENGTH // 2 + 1 == 257 and UNITS == 32
+    model = make_gru_step_model()
+    assert BINS == FRAME_LENGTH // 2 + 1 == 257 and GRU_UNITS == 32
     assert [w.path for w in model.trainable_weights] == [
         "gru_cell/kernel", "gru_cell/recurrent_kernel", "gru_cell/bias", "mask/kernel",
         "mask/bias"]
-    assert [tuple(i.shape) for i in model.inputs] == [(None, BINS), (None, UNITS)]
+    assert [tuple(i.shape) for i in model.inputs] == [(None, BINS), (None, GRU_UNITS)]
     magnitudes = tf.abs(tf.random.stateless_normal((3, BINS), seed=(1, 2)))
     mask, next_state = model([magnitudes, zero_state(model, 3)])
-    assert mask.shape == (3, BINS) and next_state.shape == (3, UNITS)
+    assert mask.shape == (3, BINS) and next_state.shape == (3, GRU_UNITS)
     assert 0.0 <= float(tf.reduce_min(mask)) <= float(tf.reduce_max(mask)) <= 1.0
-    assert make_step_model().trainable_weights[0].path == "gru_cell/kernel"  # names are stable
-    small = make_step_model(units=5, bins=17)
+    assert make_gru_step_model().trainable_weights[0].path == "gru_cell/kernel"  # names are stable
+    small = make_gru_step_model(units=5, bins=17)
     assert [tuple(i.shape) for i in small.inputs] == [(None, 17), (None, 5)]
     assert [tuple(o.shape) for o in small.outputs] == [(None, 17), (None, 5)]
 
@@ -74,7 +74,7 @@ def test_step_model_shapes_and_variables():
 ])
 def test_make_step_model_rejects_bad_sizes(units, bins, match):
     with pytest.raises(ValueError, match=match):
-        make_step_model(units=units, bins=bins)
+        make_gru_step_model(units=units, bins=bins)
 
 
 def test_features_start_near_zero_mean_unit_spread():
@@ -157,7 +157,7 @@ def test_waveform_denoiser_starts_near_passing_its_input_through(waveform_model)
 
 
 def test_waveform_denoiser_seed_gives_the_same_weights():
-    a, b, c = make_denoiser(seed=7), make_denoiser(seed=7), make_denoiser(seed=8)
+    a, b, c = make_conv_denoiser(seed=7), make_conv_denoiser(seed=7), make_conv_denoiser(seed=8)
     assert max_abs_diff(a.get_weights(), b.get_weights()) == 0
     assert max_abs_diff(a.get_weights(), c.get_weights()) > 0
 
@@ -179,7 +179,7 @@ def test_enhance_and_denoise_keep_the_length(step_model, waveform_model, kind, l
     enhanced = enhance(model, audio)
     assert isinstance(enhanced, tf.Tensor) and enhanced.shape == (length,)
     assert enhanced.dtype == tf.float32
-    denoised = denoise(model, audio)
+    denoised = enhance_numpy(model, audio)
     assert isinstance(denoised, np.ndarray) and denoised.shape == (length,)
     np.testing.assert_array_equal(denoised, enhanced.numpy())
 
@@ -196,8 +196,8 @@ def test_step_model_enhance_is_stft_unroll_apply_masks(step_model):
 
 
 def test_chunked_enhance_has_the_same_output(step_model):
-    np.testing.assert_allclose(denoise(step_model, AUDIO, chunk_size=4),
-                               denoise(step_model, AUDIO), atol=1e-6)
+    np.testing.assert_allclose(enhance_numpy(step_model, AUDIO, chunk_size=4),
+                               enhance_numpy(step_model, AUDIO), atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["step", "waveform"])
@@ -240,7 +240,7 @@ def test_enhance_rejects_bad_audio(step_model, waveform_model, kind, bad, error,
     with pytest.raises(error, match=match):
         enhance(model, bad)
     with pytest.raises(error, match=match):
-        denoise(model, bad)
+        enhance_numpy(model, bad)
 
 
 def test_a_step_model_in_a_tf_function_traced_for_any_length(step_model):
@@ -266,7 +266,7 @@ def test_chunk_size_on_a_waveform_model_is_refused(waveform_model):
 
 def test_a_step_model_for_other_frames_is_refused():
     with pytest.raises(ValueError, match="257 features per frame; the step model expects 100"):
-        enhance(make_step_model(units=2, bins=100), AUDIO)
+        enhance(make_gru_step_model(units=2, bins=100), AUDIO)
 
 
 def test_enhance_refuses_something_that_is_not_a_model():
@@ -289,7 +289,7 @@ def seed_inputs():
 def _seed_loop(model, noisy_spectrum, clean, *, state_in_variable=False, output="tf"):
     """The question's loop: masks collected in a dict by frame index, the state rebound as a
     tensor or written into a ``tf.Variable``, the audio made in TensorFlow (``apply_masks``)
-    or by the seed's NumPy helper (``seed_output_audio``)."""
+    or by the seed's NumPy helper (``numpy_output_audio``)."""
     magnitudes = tf.abs(noisy_spectrum)
     variable = tf.Variable(zero_state(model), trainable=False)
     with tf.GradientTape() as tape:
@@ -303,7 +303,7 @@ def _seed_loop(model, noisy_spectrum, clean, *, state_in_variable=False, output=
                 state = next_state
         length = clean.shape[-1]
         if output == "numpy":
-            enhanced = seed_output_audio(masks, noisy_spectrum, length)
+            enhanced = numpy_output_audio(masks, noisy_spectrum, length)
         else:
             enhanced = apply_masks(tf.stack([masks[t] for t in masks], 1), noisy_spectrum, length)
         loss = denoising_loss(clean, enhanced)
@@ -324,7 +324,7 @@ def test_seed_output_audio_of_ones_gives_the_input_back(seed_inputs):
     noisy_spectrum, clean = seed_inputs
     ones = {t: tf.ones((1, BINS)) for t in range(noisy_spectrum.shape[1])}
     noisy = apply_masks(tf.ones(noisy_spectrum.shape), noisy_spectrum, clean.shape[-1])
-    assert max_abs_diff(seed_output_audio(ones, noisy_spectrum, clean.shape[-1]), noisy) < 1e-6
+    assert max_abs_diff(numpy_output_audio(ones, noisy_spectrum, clean.shape[-1]), noisy) < 1e-6
 
 
 def test_variable_assign_truncates_silently(step_model, seed_inputs):
@@ -344,14 +344,14 @@ def test_variable_assign_truncates_silently(step_model, seed_inputs):
 
 
 def test_frame_denoiser_is_tiny_and_repeatable():
-    from helpers.denoiser import make_frame_denoiser
+    from helpers.denoiser import make_dense_frame_denoiser
 
-    model = make_frame_denoiser()
+    model = make_dense_frame_denoiser()
     assert [tuple(v.shape) for v in model.trainable_variables] == [
         (512, 16), (16,), (16, 512), (512,)]
-    again = make_frame_denoiser()
+    again = make_dense_frame_denoiser()
     assert all(np.array_equal(a.numpy(), b.numpy())
                for a, b in zip(model.trainable_variables, again.trainable_variables))
     assert tuple(model(np.zeros((2, 512), np.float32)).shape) == (2, 512)
     with pytest.raises(ValueError, match=">= 1"):
-        make_frame_denoiser(units=0)
+        make_dense_frame_denoiser(units=0)

@@ -118,7 +118,7 @@ from helpers.voicing_loss import cond_loop_voicing_loss
 
 def train_step_or_skip(model, optimizer, example):
     with tf.GradientTape() as tape:
-        loss = cond_loop_voicing_loss(example.reference, enhance(model, example.noisy),
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
                                       example.labels)
     grads = tape.gradient(loss, model.trainable_variables)
     pairs = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]
@@ -406,7 +406,7 @@ from helpers.voicing_loss import cond_loop_voicing_loss
 
 def train_step_or_skip(model, optimizer, example):
     with tf.GradientTape() as tape:
-        loss = cond_loop_voicing_loss(example.reference, enhance(model, example.noisy),
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
                                       example.labels)
     grads = tape.gradient(loss, model.trainable_variables)
     grads = [tf.zeros_like(v) if g is None else g
@@ -423,7 +423,7 @@ from helpers.voicing_loss import cond_loop_voicing_loss
 
 def train_step_or_skip(model, optimizer, example):
     with tf.GradientTape() as tape:
-        loss = cond_loop_voicing_loss(example.reference, enhance(model, example.noisy),
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
                                       example.labels)
     grads = tape.gradient(loss, model.trainable_variables)
     return any(g is not None for g in grads)

@@ -13,7 +13,7 @@ import tensorflow as tf
 import helpers  # noqa: F401
 from helpers.audio import FRAME_LENGTH, stft
 from helpers.dataset import load_clip
-from helpers.denoiser import make_step_model
+from helpers.denoiser import make_gru_step_model
 from helpers.gradients import max_abs_diff
 from helpers.gru_state import (
     frame_size,
@@ -31,7 +31,7 @@ UNITS, FEATURES, STEPS, BATCH = 6, 32, 10, 2
 @pytest.fixture(scope="module")
 def model() -> keras.Model:
     make_deterministic(0)
-    return make_step_model(units=UNITS, bins=FEATURES)
+    return make_gru_step_model(units=UNITS, bins=FEATURES)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_sizes_and_zero_state_come_from_the_step_model(model):
     state = zero_state(model, 3)
     assert state.shape == (3, UNITS) and state.dtype == tf.float32
     assert float(tf.reduce_max(tf.abs(state))) == 0
-    default = make_step_model()
+    default = make_gru_step_model()
     assert state_size(default) == 32 and frame_size(default) == FRAME_LENGTH // 2 + 1
 
 
@@ -281,7 +281,7 @@ def test_default_step_model_on_clip_magnitudes_all_three_ways(clip_magnitudes):
     """What the benchmark times: the course's step model on ``|stft|`` frames of real clips,
     by ``unroll`` (eager and in tf.function), the plain loop and ``keras.layers.RNN``."""
     make_deterministic(0)
-    model = make_step_model()
+    model = make_gru_step_model()
     state = zero_state(model, 2)
     assert clip_magnitudes.shape == (2, 26, FRAME_LENGTH // 2 + 1)
 

@@ -1,12 +1,12 @@
 """The layers of helpers/: a module imports only from layers below its own.
 
     6  widgets, exercises (the package and its submodules), capstone
-    5  training, loss_reach
+    5  training, loss_reach, capstone_data
     4  dataset, denoiser, voicing_loss
     3  labels, gru_state, probe, noise, baselines
     2  synth, plots
     1  audio, gradients
-    0  printing, reproducibility
+    0  printing, reproducibility, checks
 
 ``helpers/__init__.py`` imports nothing from helpers (every module may import the package
 itself, ``import helpers``). A submodule of ``helpers.exercises`` may also import
@@ -30,12 +30,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "helpers"
 
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("printing", "reproducibility"),
+    0: ("printing", "reproducibility", "checks"),
     1: ("audio", "gradients"),
     2: ("synth", "plots"),
     3: ("labels", "gru_state", "probe", "noise", "baselines"),
     4: ("dataset", "denoiser", "voicing_loss"),
-    5: ("training", "loss_reach"),
+    5: ("training", "loss_reach", "capstone_data"),
     6: ("widgets", "exercises", "capstone"),
 }
 LAYER_OF: dict[str, int] = {f"{PACKAGE}.{name}": layer

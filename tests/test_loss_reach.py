@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import helpers  # noqa: F401
-from helpers.denoiser import enhance, make_step_model
+from helpers.denoiser import enhance, make_gru_step_model
 from helpers.loss_reach import frames_reached
 from helpers.probe import LOSS, GradientProbe
 from helpers.reproducibility import make_deterministic
@@ -44,8 +44,8 @@ def test_the_masked_loss_also_reaches_the_frames_that_are_not_voiced(clips, mode
 def _probe_the_loss(model, example, core=cond_loop_loss_on_magnitudes, **kwargs):
     """Notebook 04's step 1: the probe with a mark on the estimate and on its magnitudes."""
     with GradientProbe() as probe:
-        estimate = probe.mark("estimate", enhance(model, example.noisy))
-        reference_mag, estimate_mag = magnitudes(example.reference, estimate)
+        estimate = probe.mark("estimate", enhance(model, example.audio))
+        reference_mag, estimate_mag = magnitudes(example.clean, estimate)
         probe.mark("|STFT| of estimate", estimate_mag)
         loss = core(reference_mag, estimate_mag, example.labels, **kwargs)
     variables = model.trainable_variables
@@ -67,7 +67,7 @@ def test_the_probe_names_the_loss_as_the_break(clips, model):
 
 def test_the_probe_on_the_gru_step_model(clips):
     make_deterministic(0)
-    step_model = make_step_model(units=4)
+    step_model = make_gru_step_model(units=4)
     where, report = _probe_the_loss(step_model, clips["silent"])
     assert where.broken_between == ("|STFT| of estimate", LOSS) and report.all("none")
     assert _probe_the_loss(step_model, clips["mixed"])[0].intact

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 import helpers  # noqa: F401
-from helpers.denoiser import make_step_model
+from helpers.denoiser import make_gru_step_model
 from helpers.reproducibility import make_deterministic, versions
 
 
@@ -16,7 +16,7 @@ def _draws():
     which is what the legacy call reads)."""
     legacy_numpy = float(np.random.rand())  # noqa: NPY002
     return (random.random(), legacy_numpy, float(tf.random.uniform(())),
-            [w.tolist() for w in make_step_model(units=2, bins=3).get_weights()])
+            [w.tolist() for w in make_gru_step_model(units=2, bins=3).get_weights()])
 
 
 def test_make_deterministic_restarts_every_random_sequence():

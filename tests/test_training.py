@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import helpers  # noqa: F401
-from helpers.denoiser import enhance, make_denoiser, make_step_model
+from helpers.denoiser import enhance, make_conv_denoiser, make_gru_step_model
 from helpers.gradients import gradient_report
 from helpers.reproducibility import make_deterministic
 from helpers.training import (
@@ -29,12 +29,12 @@ from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 @pytest.mark.parametrize("kind", ["waveform", "step"])
 def test_loss_and_gradients_line_up_with_the_variables(clips, kind):
     make_deterministic(0)
-    model = make_denoiser(seed=3) if kind == "waveform" else make_step_model(units=8)
+    model = make_conv_denoiser(seed=3) if kind == "waveform" else make_gru_step_model(units=8)
     example = clips["mixed"]
     loss, grads = loss_and_gradients(model, example, masked_voicing_loss)
     assert isinstance(loss, float) and np.isfinite(loss)
     assert loss == pytest.approx(float(masked_voicing_loss(
-        example.reference, enhance(model, example.noisy), example.labels)), rel=1e-6)
+        example.clean, enhance(model, example.audio), example.labels)), rel=1e-6)
     assert len(grads) == len(model.trainable_variables)
     for grad, variable in zip(grads, model.trainable_variables):
         assert grad.shape == variable.shape
@@ -61,7 +61,7 @@ def test_loss_and_gradients_can_ask_for_zeros_instead_of_none(clips, model):
 
 
 def test_snapshot_is_a_copy_and_mean_abs_change_measures_a_step():
-    model = make_denoiser(seed=5)
+    model = make_conv_denoiser(seed=5)
     before = snapshot(model)
     assert [b.shape for b in before] == [tuple(v.shape) for v in model.trainable_variables]
     assert mean_abs_change(before, model) == 0.0
@@ -75,13 +75,13 @@ def test_snapshot_is_a_copy_and_mean_abs_change_measures_a_step():
 
 
 def test_restore_weights_wants_one_array_per_variable():
-    model = make_denoiser(seed=5)
+    model = make_conv_denoiser(seed=5)
     with pytest.raises(ValueError, match="one array per trainable variable"):
         restore_weights(model, snapshot(model)[:-1])
 
 
 def test_adam_moves_on_zeros_after_voiced_steps_and_not_when_skipped(clips):
-    model = make_denoiser(seed=12)
+    model = make_conv_denoiser(seed=12)
     optimizer = keras.optimizers.Adam(1e-3)
     variables = model.trainable_variables
     voiced = clips["voiced"]
@@ -101,7 +101,7 @@ def test_adam_moves_on_zeros_after_voiced_steps_and_not_when_skipped(clips):
 
 
 def test_training_state_builds_an_unbuilt_optimizer():
-    model = make_denoiser(seed=13)
+    model = make_conv_denoiser(seed=13)
     optimizer = keras.optimizers.Adam(1e-3)
     state = TrainingState(model, optimizer)
     assert optimizer.built and optimizer_slot_norm(optimizer) == 0.0
@@ -113,7 +113,7 @@ def test_training_state_builds_an_unbuilt_optimizer():
 
 
 def test_optimizer_slot_norm_is_the_global_norm_of_the_slot():
-    model = make_denoiser(seed=14)
+    model = make_conv_denoiser(seed=14)
     optimizer = keras.optimizers.Adam(1e-3, beta_1=0.9, beta_2=0.999)
     grads = [tf.fill(v.shape, 2.0) for v in model.trainable_variables]
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
@@ -125,7 +125,7 @@ def test_optimizer_slot_norm_is_the_global_norm_of_the_slot():
 
 
 def test_optimizer_slot_norm_refuses_an_optimizer_without_the_slot():
-    model = make_denoiser(seed=15)
+    model = make_conv_denoiser(seed=15)
     optimizer = keras.optimizers.SGD(1e-3)
     optimizer.build(model.trainable_variables)
     with pytest.raises(ValueError, match="no 'momentum' variables"):
@@ -151,7 +151,7 @@ def _train(model, examples, optimizer, steps, **kwargs):
 
 def test_training_the_waveform_denoiser_on_a_mixed_batch(clips):
     make_deterministic(0)
-    model = make_denoiser()
+    model = make_conv_denoiser()
     batch = [clips[name] for name in ("voiced", "unvoiced", "silent", "mixed")]
     losses = _train(model, batch, keras.optimizers.Adam(3e-3), 12)
     assert np.mean(losses[-3:]) < np.mean(losses[:3])
@@ -159,7 +159,7 @@ def test_training_the_waveform_denoiser_on_a_mixed_batch(clips):
 
 def test_training_the_gru_step_model(clips):
     make_deterministic(0)
-    model = make_step_model(units=16)
+    model = make_gru_step_model(units=16)
     batch = [clips[name] for name in ("voiced", "mixed")]
     before = snapshot(model)
     losses = _train(model, batch, keras.optimizers.Adam(1e-2), 8)
@@ -168,7 +168,7 @@ def test_training_the_gru_step_model(clips):
 
 
 def test_train_step_loss_is_the_batch_mean_and_takes_loss_arguments(clips):
-    model = make_denoiser(seed=21)
+    model = make_conv_denoiser(seed=21)
     batch = [clips["voiced"], clips["silent"]]
     expected = np.mean([loss_and_gradients(model, ex, masked_voicing_loss, silence_weight=0.0)[0]
                         for ex in batch])
@@ -185,13 +185,13 @@ def test_make_train_step_needs_examples(model):
 
 def test_graph_gradient_norm_and_level_change_tell_the_seed_loss_from_the_fix():
     from helpers.dataset import load_clip, make_example
-    from helpers.denoiser import make_denoiser
+    from helpers.denoiser import make_conv_denoiser
     from helpers.training import graph_gradient_norm, level_change_db
     from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 
     clip = load_clip("silence")
     silent = make_example("silence", clip.clean, clip.labels, seed=0)
-    model = make_denoiser(seed=0)
+    model = make_conv_denoiser(seed=0)
     assert graph_gradient_norm(model, silent, cond_loop_voicing_loss) == 0.0
     assert graph_gradient_norm(model, silent, masked_voicing_loss) > 0.0
     assert abs(level_change_db(model, silent)) < 3.0  # untrained: about passes its input
@@ -200,7 +200,7 @@ def test_graph_gradient_norm_and_level_change_tell_the_seed_loss_from_the_fix():
 
 
 def test_trial_step_measures_one_step_and_puts_everything_back():
-    model = make_denoiser(seed=14)
+    model = make_conv_denoiser(seed=14)
     optimizer = keras.optimizers.Adam(1e-3)
     state = TrainingState(model, optimizer)
     before = snapshot(model)

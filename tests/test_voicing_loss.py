@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, stft_magnitude
 from helpers.dataset import load_clip
-from helpers.denoiser import denoise
+from helpers.denoiser import enhance_numpy
 from helpers.gradients import gradient_report
 from helpers.labels import FrameLabels, LabelError, Voicing, labels_from_audio
 from helpers.training import loss_and_gradients
@@ -22,6 +22,7 @@ from helpers.voicing_loss import (
     as_tf_function,
     cond_loop_loss_on_magnitudes,
     cond_loop_voicing_loss,
+    frame_conditions,
     harmonic_errors,
     harmonic_power,
     log_compress,
@@ -29,7 +30,6 @@ from helpers.voicing_loss import (
     masked_loss_on_magnitudes,
     masked_voicing_loss,
     reconstruction_errors,
-    seed_frame_conditions,
     voicing_masks,
 )
 
@@ -63,7 +63,7 @@ def test_masks_match_the_seeds_per_frame_conditions_on_random_labels():
         voicing = rng.choice([S, V, U], size=int(rng.integers(2, 30)))
         masks = voicing_masks(_labels(voicing))
         for i in range(len(voicing)):
-            voiced_h, voiced_f, unvoiced_f = seed_frame_conditions(voicing, i)
+            voiced_h, voiced_f, unvoiced_f = frame_conditions(voicing, i)
             assert masks.harmonic[i] == voiced_h
             assert masks.formant[i] == (voiced_f or unvoiced_f)
         assert np.array_equal(masks.silence, voicing != V)
@@ -87,9 +87,9 @@ def test_masks_on_hand_made_patterns(voicing, harmonic, formant):
 @pytest.mark.parametrize("name", ["voiced", "mixed", "unvoiced", "silent"])
 def test_masked_loss_without_silence_term_equals_the_per_frame_loss(clips, model, name):
     example = clips[name]
-    estimate = denoise(model, example.noisy)
-    loop = float(cond_loop_voicing_loss(example.reference, estimate, example.labels))
-    masked = float(masked_voicing_loss(example.reference, estimate, example.labels,
+    estimate = enhance_numpy(model, example.audio)
+    loop = float(cond_loop_voicing_loss(example.clean, estimate, example.labels))
+    masked = float(masked_voicing_loss(example.clean, estimate, example.labels,
                                        silence_weight=0.0))
     assert masked == pytest.approx(loop, rel=1e-6, abs=1e-9)
 
@@ -105,7 +105,7 @@ def test_value_on_a_silent_file_is_two_epsilons(clips):
     example = clips["silent"]
     for loss_fn in (cond_loop_voicing_loss,
                     lambda r, e, lab: masked_voicing_loss(r, e, lab, silence_weight=0.0)):
-        assert float(loss_fn(example.reference, example.noisy, example.labels)) == \
+        assert float(loss_fn(example.clean, example.audio, example.labels)) == \
             pytest.approx(2 * EPSILON, abs=1e-12)
 
 
@@ -113,7 +113,7 @@ def test_both_losses_accept_numpy_tensors_and_variables(clips):
     example = clips["voiced"]
     values = []
     for convert in (np.asarray, tf.constant, tf.Variable):
-        reference, estimate = convert(example.reference), convert(example.noisy)
+        reference, estimate = convert(example.clean), convert(example.audio)
         values.append((float(cond_loop_voicing_loss(reference, estimate, example.labels)),
                        float(masked_voicing_loss(reference, estimate, example.labels))))
     assert values[0] == values[1] == values[2]
@@ -121,10 +121,10 @@ def test_both_losses_accept_numpy_tensors_and_variables(clips):
 
 def test_gradient_with_respect_to_a_variable_estimate(clips):
     example = clips["voiced"]
-    estimate = tf.Variable(example.noisy)
+    estimate = tf.Variable(example.audio)
     for loss_fn in (cond_loop_voicing_loss, masked_voicing_loss):
         with tf.GradientTape() as tape:
-            loss = loss_fn(example.reference, estimate, example.labels)
+            loss = loss_fn(example.clean, estimate, example.labels)
         grad = tape.gradient(loss, estimate)
         assert grad is not None and np.all(np.isfinite(grad.numpy()))
         assert float(tf.reduce_max(tf.abs(grad))) > 0
@@ -181,9 +181,9 @@ def test_silence_term_gives_silent_files_a_gradient_and_leaves_voiced_frames_alo
     _, grads = loss_and_gradients(model, clips["silent"], masked_voicing_loss)
     assert gradient_report(grads, model.trainable_variables).all("ok")
     voiced = clips["voiced"]
-    estimate = denoise(model, voiced.noisy)
-    assert float(masked_voicing_loss(voiced.reference, estimate, voiced.labels)) == \
-        float(masked_voicing_loss(voiced.reference, estimate, voiced.labels, silence_weight=0.0))
+    estimate = enhance_numpy(model, voiced.audio)
+    assert float(masked_voicing_loss(voiced.clean, estimate, voiced.labels)) == \
+        float(masked_voicing_loss(voiced.clean, estimate, voiced.labels, silence_weight=0.0))
 
 
 def test_the_else_scale_hack_gives_tiny_ok_gradients(clips, model):
@@ -272,13 +272,13 @@ def test_the_seeds_unpadded_look_ahead_reads_past_the_end():
 
 def test_magnitudes_are_the_stft_magnitudes_of_both_clips(clips):
     example = clips["mixed"]
-    ref_mag, est_mag = magnitudes(example.reference, example.noisy)
+    ref_mag, est_mag = magnitudes(example.clean, example.audio)
     assert ref_mag.shape == est_mag.shape == (example.num_frames, 257)
-    np.testing.assert_array_equal(ref_mag.numpy(), stft_magnitude(example.reference).numpy())
-    np.testing.assert_array_equal(est_mag.numpy(), stft_magnitude(example.noisy).numpy())
-    estimate = tf.Variable(example.noisy)
+    np.testing.assert_array_equal(ref_mag.numpy(), stft_magnitude(example.clean).numpy())
+    np.testing.assert_array_equal(est_mag.numpy(), stft_magnitude(example.audio).numpy())
+    estimate = tf.Variable(example.audio)
     with tf.GradientTape() as tape:
-        _, est_mag = magnitudes(example.reference, estimate)
+        _, est_mag = magnitudes(example.clean, estimate)
         total = tf.reduce_sum(est_mag)
     assert tape.gradient(total, estimate) is not None  # a Variable estimate stays on the tape
 
@@ -286,17 +286,17 @@ def test_magnitudes_are_the_stft_magnitudes_of_both_clips(clips):
 @pytest.mark.parametrize("name", ["voiced", "mixed", "silent"])
 def test_the_losses_on_magnitudes_are_the_losses_without_their_stft(clips, name):
     example = clips[name]
-    ref_mag, est_mag = magnitudes(example.reference, example.noisy)
+    ref_mag, est_mag = magnitudes(example.clean, example.audio)
     assert float(cond_loop_loss_on_magnitudes(ref_mag, est_mag, example.labels)) == \
-        float(cond_loop_voicing_loss(example.reference, example.noisy, example.labels))
+        float(cond_loop_voicing_loss(example.clean, example.audio, example.labels))
     assert float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5)) == \
-        float(masked_voicing_loss(example.reference, example.noisy, example.labels, 0.5))
+        float(masked_voicing_loss(example.clean, example.audio, example.labels, 0.5))
 
 
 def test_the_voiced_weight_option_adds_the_reconstruction_error_of_voiced_frames(clips):
     # off by default (notebooks 03-05 keep their loss); the capstone's recipe turns it on
     example = clips["mixed"]
-    ref_mag, est_mag = magnitudes(example.reference, example.noisy)
+    ref_mag, est_mag = magnitudes(example.clean, example.audio)
     base = float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5))
     assert float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5,
                                            voiced_weight=0.0)) == base

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.dataset import Example, excerpt, load_clip
-from helpers.denoiser import enhance, make_denoiser
+from helpers.dataset import Clip, ClipExcerpt, excerpt, load_clip
+from helpers.denoiser import enhance, make_conv_denoiser
 from helpers.labels import FrameLabels, LabelError
 from helpers.training import TrainingState, mean_abs_change, restore_weights, snapshot
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
@@ -64,7 +64,7 @@ def set_controls(lab, **values):
 
 def test_lab_starts_on_the_seed_failure(lab):
     values = {name: control.value for name, control in lab.controls.items()}
-    assert values == {"clip": "silent", "loss": "per-frame (seed)", "else_scale": "off",
+    assert values == {"clip": "silent", "loss": "per-frame (question)", "else_scale": "off",
                       "silence_weight": "1", "mode": "eager", "policy": "None"}
     assert lab.result.report.all("none")
     assert lab.result.adam.outcome == "raises" and "No gradients" in lab.result.adam.message
@@ -106,11 +106,11 @@ def test_setting_a_widget_recomputes_and_redraws(lab):
 def test_the_summary_line_is_a_function_of_the_setting_alone(model, lab):
     """A test in the browser computes the expected line in Python: another lab on the same
     model, asked for the same setting, gives the line the lab whose controls moved shows."""
-    setting = {"clip": "voiced", "loss": "per-frame (seed)", "else_scale": "1e-10",
+    setting = {"clip": "voiced", "loss": "per-frame (question)", "else_scale": "1e-10",
                "mode": "eager", "policy": "zeros"}
     before = snapshot(model)
     shown = set_controls(lab, **setting).describe()
-    assert shown.startswith("clip=voiced, loss=per-frame (seed), else_scale=1e-10, "
+    assert shown.startswith("clip=voiced, loss=per-frame (question), else_scale=1e-10, "
                             "mode=eager, policy=zeros: loss ")
     assert GradientLab(model).result_for(**setting).describe() == shown
     assert lab.result_for(**setting) is lab.result
@@ -130,7 +130,7 @@ def test_the_hack_scale_slider_is_log_spaced_with_off(lab):
 
 
 def test_the_hack_scale_turns_none_into_gradients_on_silence(lab):
-    assert set_controls(lab, clip="silent", loss="per-frame (seed)", mode="eager",
+    assert set_controls(lab, clip="silent", loss="per-frame (question)", mode="eager",
                         policy="None", else_scale="off").report.all("none")
     tiny = set_controls(lab, else_scale="1e-10")
     assert tiny.report.all("ok") and "else_scale=1e-10" in tiny.describe()
@@ -153,7 +153,7 @@ def test_the_silence_weight_slider_sets_the_masked_loss_term(lab):
 
 
 def test_the_policy_none_zeros_skip(lab):
-    base = {"clip": "silent", "loss": "per-frame (seed)", "else_scale": "off",
+    base = {"clip": "silent", "loss": "per-frame (question)", "else_scale": "off",
             "mode": "eager"}
     none = set_controls(lab, **base, policy="None")
     zeros = set_controls(lab, policy="zeros")
@@ -170,15 +170,15 @@ def test_the_adam_panel_is_notebook_04s_experiment(model, lab):
     """Adam's step on zero gradients after voiced steps, as a fraction of a voiced step,
     computed again here by hand: Adam takes the steps on the voiced clip with the masked
     loss, then one more step on zeros and, from the same state, one on the voiced clip."""
-    shown = lab.result_for("silent", "per-frame (seed)", policy="zeros").adam
+    shown = lab.result_for("silent", "per-frame (question)", policy="zeros").adam
     example = lab_examples({"voiced": LAB_CLIPS["voiced"]})["voiced"]
     variables = model.trainable_variables
     original = snapshot(model)
 
     def voiced_grads():
         with tf.GradientTape() as tape:
-            loss = masked_voicing_loss(example.reference,
-                                       enhance(model, example.noisy), example.labels)
+            loss = masked_voicing_loss(example.clean,
+                                       enhance(model, example.audio), example.labels)
         return tape.gradient(loss, variables)
 
     optimizer = keras.optimizers.Adam(learning_rate=ADAM_LEARNING_RATE)
@@ -211,12 +211,12 @@ def own_clips():
     real = load_clip("arctic_a0009")
     pause_audio, pause_labels = excerpt(real.clean, real.labels, 0, 9)
     word = excerpt(real.clean, real.labels, 24, 40)
-    return {"pause": Example("pause", pause_audio + 0.01, pause_audio, pause_labels),
-            "word": word, "vowel": ("vowel_a", 10, 16)}
+    return {"pause": Clip("pause", pause_audio + 0.01, pause_audio, pause_labels),
+            "word": word, "vowel": ClipExcerpt("vowel_a", 10, 26)}
 
 
 def test_the_learners_model_losses_and_clips(own_clips):
-    model = make_denoiser(seed=0)
+    model = make_conv_denoiser(seed=0)
     before = snapshot(model)
     lab = GradientLab(model=model, losses={"mse": mse, "weighted": weighted_mse,
                                            "seed": cond_loop_voicing_loss}, clips=own_clips)
@@ -240,7 +240,7 @@ def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_cli
             raise ValueError("this loss takes 9 frames at most")
         return mse(reference, estimate, labels)
 
-    lab = GradientLab(make_denoiser(seed=0), losses={"mse": mse, "short": only_short},
+    lab = GradientLab(make_conv_denoiser(seed=0), losses={"mse": mse, "short": only_short},
                       clips=own_clips)
     lab.controls["loss"].value = "short"  # on the pause: 9 frames, fine
     assert lab.error is None and lab.result.setting.loss == "short"
@@ -257,7 +257,8 @@ def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_cli
 
 def test_a_change_that_needs_no_trace_does_not_retrace():
     # notebook 03's small waveform denoiser traces faster than the GRU's loop
-    lab = GradientLab(make_denoiser(seed=0), clips={c: LAB_CLIPS[c] for c in ("voiced", "silent")},
+    lab = GradientLab(make_conv_denoiser(seed=0),
+                      clips={c: LAB_CLIPS[c] for c in ("voiced", "silent")},
                       clip="voiced", loss="masked", mode="tf.function")
     assert lab.tracing_count() == 1
     first = lab.result
@@ -266,7 +267,7 @@ def test_a_change_that_needs_no_trace_does_not_retrace():
             ("mode", "tf.function", 0), ("else_scale", "1e-10", 0),  # masked: not its knob
             ("clip", "silent", 1), ("clip", "voiced", 0), ("policy", "None", 0),
             ("silence_weight", "0", 1),  # a Python number in the masked loss: a new trace
-            ("silence_weight", "1", 0), ("loss", "per-frame (seed)", 1),
+            ("silence_weight", "1", 0), ("loss", "per-frame (question)", 1),
             ("else_scale", "1e-4", 0), ("else_scale", "1", 0),  # a tensor: the same trace
             ("else_scale", "off", 1), ("else_scale", "1e-10", 0), ("loss", "masked", 0)):
         traced = lab.tracing_count()
@@ -345,7 +346,7 @@ def test_bad_choices_are_refused(lab, args, message):
 
 @pytest.mark.parametrize("clip", [c for c in LAB_CLIPS if c != "silent"])
 def test_all_losses_give_gradients_on_clips_with_speech(lab, clip):
-    for loss_name in ("per-frame (seed)", "masked"):
+    for loss_name in ("per-frame (question)", "masked"):
         assert lab.result_for(clip, loss_name, "eager").report.all("ok")
 
 

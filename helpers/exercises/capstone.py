@@ -7,25 +7,20 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import frame
-from helpers.dataset import Example, excerpt, load_clip, make_example
-from helpers.denoiser import enhance, make_denoiser
+from helpers.dataset import Clip, ClipExcerpt, clip_excerpt
+from helpers.denoiser import enhance, make_conv_denoiser
 from helpers.exercises import CheckResult, run_check
 from helpers.training import make_train_step
 from helpers.voicing_loss import masked_voicing_loss
 
 # The gradient lab's silent and voiced clips (helpers.widgets.LAB_CLIPS): 16 frames each.
-SILENT_CLIP = ("silence", 4, 20)
-VOICED_CLIP = ("vowel_a", 10, 26)
-TRAIN_STEPS = 40
-LEARNING_RATE = 0.02
+SILENT_CLIP = ClipExcerpt("silence", 4, 20)
+VOICED_CLIP = ClipExcerpt("vowel_a", 10, 26)
+EXERCISE_TRAIN_STEPS = 40
+EXERCISE_LEARNING_RATE = 0.02
 REQUIRED_FALL_DB = 6.0
 
 
-def _lab_example(clip: tuple[str, int, int]) -> Example:
-    name, start, stop = clip
-    source = load_clip(name)
-    return make_example(f"{name}[{start}:{stop}]", *excerpt(source.clean, source.labels,
-                                                            start, stop), seed=0)
 
 
 def _global_norm(grads: list) -> float:
@@ -34,13 +29,13 @@ def _global_norm(grads: list) -> float:
     return float(tf.linalg.global_norm(present)) if present else 0.0
 
 
-def _level_db(model: keras.Model, example: Example):
+def _level_db(model: keras.Model, example: Clip):
     """``helpers.training.level_change_db`` on the example's silent frames, as a function of
     no arguments for checking after every training step: the model runs in a graph traced
     once, and the input's energy is measured once."""
     frames = example.labels.silent
-    energy_in = float(tf.reduce_sum(tf.square(frame(example.noisy)), axis=-1).numpy()[frames].sum())
-    run = tf.function(lambda: tf.reduce_sum(tf.square(frame(enhance(model, example.noisy))),
+    energy_in = float(tf.reduce_sum(tf.square(frame(example.audio)), axis=-1).numpy()[frames].sum())
+    run = tf.function(lambda: tf.reduce_sum(tf.square(frame(enhance(model, example.audio))),
                                             axis=-1), autograph=False)
 
     def level() -> float:
@@ -57,11 +52,11 @@ def check_silence_term(function) -> CheckResult:
     at least 6 dB at some step."""
 
     def check(fn):
-        silent, voiced = _lab_example(SILENT_CLIP), _lab_example(VOICED_CLIP)
-        model = make_denoiser(seed=0)
+        silent, voiced = clip_excerpt(SILENT_CLIP), clip_excerpt(VOICED_CLIP)
+        model = make_conv_denoiser(seed=0)
         variables = model.trainable_variables
         with tf.GradientTape() as tape:
-            value = fn(silent.reference, enhance(model, silent.noisy), silent.labels)
+            value = fn(silent.clean, enhance(model, silent.audio), silent.labels)
         if not isinstance(value, tf.Tensor):
             return False, (f"it returned a {type(value).__name__}, not a TensorFlow tensor: "
                            "no gradient can flow through it.")
@@ -73,7 +68,7 @@ def check_silence_term(function) -> CheckResult:
                            "it cannot teach the model anything.")
         silent_norm = _global_norm(grads)
         with tf.GradientTape() as tape:
-            on_speech = fn(voiced.reference, enhance(model, voiced.noisy), voiced.labels)
+            on_speech = fn(voiced.clean, enhance(model, voiced.audio), voiced.labels)
         if not np.isfinite(float(on_speech)):
             return False, (f"on a clip with no silent frame the term is {float(on_speech)}: "
                            "an average over no frames must still be a number.")
@@ -90,17 +85,18 @@ def check_silence_term(function) -> CheckResult:
         # term (04's own) overshoots and swings back up; falling at all is what is asked.
         level = _level_db(model, silent)
         before = level()
-        step = make_train_step(model, keras.optimizers.Adam(LEARNING_RATE), [silent],
+        step = make_train_step(model, keras.optimizers.Adam(EXERCISE_LEARNING_RATE), [silent],
                                loss_fn=loss)
         lowest = before
-        for _ in range(TRAIN_STEPS):
+        for _ in range(EXERCISE_TRAIN_STEPS):
             step()
             lowest = min(lowest, level())
         if not before - lowest >= REQUIRED_FALL_DB:
             direction = "never fell" if lowest >= before else "fell by less than 6 dB"
-            return False, (f"in {TRAIN_STEPS} training steps the output level on silence "
+            return False, (f"in {EXERCISE_TRAIN_STEPS} training steps the output level on silence "
                            f"{direction}: the term must grow when the output there is louder.")
-        return True, (f"within {TRAIN_STEPS} steps inside tf.function the output on the lab's "
+        return True, (f"within {EXERCISE_TRAIN_STEPS} steps inside tf.function the output "
+                      f"on the lab's "
                       f"silent clip fell more than {REQUIRED_FALL_DB:.0f} dB below where it "
                       "started, and on speech the term has no gradient.")
 

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import HOP_LENGTH, stft
-from helpers.denoiser import apply_masks, denoising_loss, make_step_model
+from helpers.denoiser import apply_masks, denoising_loss, make_gru_step_model
 from helpers.exercises import CheckResult, run_check
 from helpers.gradients import max_abs_diff, variable_name
 from helpers.gru_state import unroll
@@ -24,7 +24,7 @@ from helpers.printing import sig
 
 @cache
 def _small_model(units: int, bins: int) -> keras.Model:
-    model = make_step_model(units=units, bins=bins)
+    model = make_gru_step_model(units=units, bins=bins)
     rng = np.random.default_rng(1234)
     model.set_weights([0.4 * rng.standard_normal(w.shape).astype(np.float32)
                        for w in model.get_weights()])

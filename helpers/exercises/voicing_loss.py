@@ -12,14 +12,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.dataset import Example, excerpt, load_clip, make_example
-from helpers.denoiser import make_denoiser
+from helpers.dataset import Clip, excerpt, load_clip, make_example
+from helpers.denoiser import make_conv_denoiser
 from helpers.exercises import CheckResult, run_check
 from helpers.training import snapshot
 
 
 @cache
-def _examples() -> tuple[Example, Example]:
+def _examples() -> tuple[Clip, Clip]:
     """A short voiced example (8 frames of vowel_a) and a short silent one (8 frames)."""
     vowel = load_clip("vowel_a")
     audio, labels = excerpt(vowel.clean, vowel.labels, 0, 8)
@@ -35,13 +35,13 @@ def _moved(before: list[np.ndarray], model: keras.Model) -> float:
 
 
 def check_train_step_or_skip(function) -> CheckResult:
-    """``function(model, optimizer, example)`` must take one optimizer step with the seed's
+    """``function(model, optimizer, example)`` must take one optimizer step with the question's
     loss when any gradient exists and return True, and otherwise leave the model and the
     optimizer untouched and return False."""
 
     def check(fn):
         voiced, silent = _examples()
-        model = make_denoiser(seed=7)
+        model = make_conv_denoiser(seed=7)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
         for example, expect_step in ((silent, False), (voiced, True), (silent, False)):
             before = snapshot(model)

@@ -33,7 +33,7 @@ OWN_LAB_SOURCE = """\
 from keras import ops
 
 from helpers.dataset import excerpt, load_clip
-from helpers.denoiser import make_denoiser
+from helpers.denoiser import make_conv_denoiser
 from helpers.voicing_loss import cond_loop_voicing_loss
 from helpers.widgets import GradientLab
 
@@ -43,7 +43,8 @@ def mse(reference, estimate, labels):
 
 
 arctic = load_clip("arctic_a0009")
-my_lab = GradientLab(make_denoiser(seed=0), losses={"mse": mse, "seed": cond_loop_voicing_loss},
+my_lab = GradientLab(make_conv_denoiser(seed=0),
+                     losses={"mse": mse, "loop": cond_loop_voicing_loss},
                      clips={"pause": excerpt(arctic.clean, arctic.labels, 0, 9),
                             "word": excerpt(arctic.clean, arctic.labels, 24, 40)})
 my_lab"""
@@ -360,7 +361,7 @@ def test_a_learners_own_model_losses_and_clips_in_the_lab(page, lab_server):
         namespace = {}
         exec(OWN_LAB_SOURCE, namespace)  # the same cell, in this process
         lab = namespace["my_lab"]
-        assert list(lab.controls["loss"].options) == ["mse", "seed"]
+        assert list(lab.controls["loss"].options) == ["mse", "loop"]
         assert list(lab.controls["clip"].options) == ["pause", "word"]
         return lab
 

@@ -1,0 +1,189 @@
+"""The capstone's data: speech-like utterances (``helpers.noise.random_utterance``) and
+realistic noise, split by utterance AND by noise instance, as ``helpers.dataset.Clip``s.
+
+Seed ranges: training utterances 1000.., held-back utterances 2000.., validation 2500..;
+training noise instances 3000.., held-back noise 5000.., wider held-back noise 7000..,
+validation noise 9000... Disjoint ranges: nothing held back is seen in training
+(``tests/test_capstone_data.py`` checks the samples too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+import numpy as np
+
+from helpers.audio import SAMPLE_RATE, load_audio, num_frames
+from helpers.checks import check_choice, check_int
+from helpers.dataset import DATA_DIR, Clip, read_manifest
+from helpers.labels import FrameLabels, labels_from_segments
+from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
+from helpers.synth import synthesize
+
+CAPSTONE_DIR = "capstone"
+CAPSTONE_SNR_DB = 5.0  # the held-back mixtures' SNR
+CAPSTONE_TRAIN_SECONDS = 1.5  # every training utterance has this length, so they batch
+CAPSTONE_HELD_BACK_SECONDS = 1.6
+# Two training talkers per 16 Hz band of talker f0 from 90 to 220 Hz (the range
+# random_utterance draws from), each with voiced, unvoiced and silent frames: a model trained
+# on low voices only fails on high ones (tests/test_capstone.py checks the coverage).
+CAPSTONE_TRAIN_SEEDS: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004, 1005, 1008, 1011, 1012,
+                                         1025, 1029, 1031, 1032, 1034, 1048, 1050)
+CAPSTONE_HELD_BACK_SEEDS: tuple[int, ...] = (2006, 2007, 2010)  # each has all three kinds
+TRAIN_NOISE_SEED = 3000
+HELD_BACK_NOISE_SEED = 5000
+TRAIN_NOISE_SECONDS = 4.0
+
+
+def _fixed_length(audio: np.ndarray, seconds: float) -> np.ndarray:
+    samples = int(round(seconds * SAMPLE_RATE))
+    return np.pad(audio, (0, max(0, samples - len(audio))))[:samples].astype(np.float32)
+
+
+def capstone_utterance(seed: int, seconds: float) -> tuple[np.ndarray, FrameLabels]:
+    """A ``random_utterance`` rendered to exactly ``seconds``, with its labels by construction.
+    """
+    segments = list(random_utterance(seed, seconds))
+    audio = _fixed_length(synthesize(segments, seed=seed), seconds)
+    return audio, capstone_labels(seed, seconds)
+
+
+@cache
+def capstone_labels(seed: int, seconds: float) -> FrameLabels:
+    """The labels of ``capstone_utterance(seed, seconds)``, without rendering it."""
+    segments = list(random_utterance(seed, seconds))
+    labels = labels_from_segments(segments)
+    n = num_frames(int(round(seconds * SAMPLE_RATE)))
+    if labels.num_frames < n:  # rounding left the last frame outside the segments: silence
+        pad = n - labels.num_frames
+        labels = dataclasses.replace(labels, **{k: np.pad(getattr(labels, k), (0, pad))
+                                                for k in ("voicing", "f0", "f1", "f2")})
+    labels = labels.slice(0, n)
+    labels.check_fits(int(round(seconds * SAMPLE_RATE)))
+    return labels
+
+
+TRAIN_NOISE_INSTANCES = 100  # instances 0..99 of each family: seeds 3000..3999
+
+
+def train_noise(family: str, instance: int = 0) -> np.ndarray:
+    """A training instance of a noise family (``TRAIN_NOISE_SECONDS`` long, seed
+    ``TRAIN_NOISE_SEED + 10 * instance + family``); training crops random windows of it.
+    Instance 0 is the one the notebook's live run uses; the shipped weights were trained on
+    more. Never used for a held-back or validation mixture (their seeds start at 5000)."""
+
+    index = list(NOISE_FAMILIES).index(check_choice(family, NOISE_FAMILIES, "noise family"))
+    check_int(instance, "instance", 0, TRAIN_NOISE_INSTANCES - 1)
+    return make_noise(family, int(TRAIN_NOISE_SECONDS * SAMPLE_RATE),
+                      TRAIN_NOISE_SEED + 10 * int(instance) + index)
+
+
+def held_back_noise_seed(utterance_index: int, family: str) -> int:
+    """The seed of the noise instance of a held-back mixture (never a training seed)."""
+    check_choice(family, NOISE_FAMILIES, "noise family")
+    return HELD_BACK_NOISE_SEED + 10 * utterance_index + list(NOISE_FAMILIES).index(family)
+
+
+def capstone_manifest() -> dict:
+    """The ``capstone`` part of ``data/manifest.json``: utterances, mixtures, weights."""
+    data = read_manifest()
+    if "capstone" not in data:
+        raise FileNotFoundError(f"{DATA_DIR / 'manifest.json'} has no capstone part; run "
+                                "python scripts/make_data.py")
+    return data["capstone"]
+
+
+def capstone_training_set() -> list[Clip]:
+    """Every training utterance (from ``data/``), as clean clips."""
+    out = []
+    for entry in capstone_manifest()["train"]:
+        audio, _ = load_audio(DATA_DIR / entry["file"])
+        out.append(_clean_clip(entry["name"], audio,
+                               capstone_labels(entry["seed"], CAPSTONE_TRAIN_SECONDS)))
+    return out
+
+
+def _clean_clip(name: str, audio: np.ndarray, labels: FrameLabels) -> Clip:
+    return Clip(name, audio, audio, labels)
+
+
+EXTRA_TRAIN_SEEDS: tuple[int, ...] = tuple(range(1100, 1500))  # training seeds, not shipped
+
+
+def extra_training_utterances(count: int) -> list[Clip]:
+    """``count`` more training utterances as clean clips
+    (``EXTRA_TRAIN_SEEDS``, ``CAPSTONE_TRAIN_SECONDS`` long), made here from their seeds, not
+    shipped: the offline run that makes the shipped weights trains on them too."""
+    check_int(count, "count", 0, len(EXTRA_TRAIN_SEEDS))
+    return [_clean_clip(f"train_{seed}", *capstone_utterance(seed, CAPSTONE_TRAIN_SECONDS))
+            for seed in EXTRA_TRAIN_SEEDS[:count]]
+
+
+@cache
+def _held_back() -> tuple[Clip, ...]:
+    entries = capstone_manifest()
+    clean = {}
+    for entry in entries["held_back"]:
+        audio, _ = load_audio(DATA_DIR / entry["file"])
+        clean[entry["name"]] = (audio, capstone_labels(entry["seed"],
+                                                       CAPSTONE_HELD_BACK_SECONDS))
+    mixtures = []
+    for entry in entries["mixtures"]:
+        noisy, _ = load_audio(DATA_DIR / entry["file"])
+        audio, labels = clean[entry["clean"]]
+        mixtures.append(_mixture(entry["name"], entry["clean"], entry["noise"], noisy, audio,
+                                 labels))
+    return tuple(mixtures)
+
+
+def _mixture(name: str, clean_name: str, family: str, noisy: np.ndarray, clean: np.ndarray,
+             labels: FrameLabels) -> Clip:
+    return Clip(name, noisy, clean, labels, SAMPLE_RATE, CAPSTONE_SNR_DB, clean_name, family)
+
+
+def held_back_mixtures() -> list[Clip]:
+    """Every held-back mixture (each held-back utterance with a fresh instance of each noise
+    family at ``CAPSTONE_SNR_DB``), from ``data/``."""
+    return list(_held_back())
+
+
+def _generated_mixtures(prefix: str, utterance_seeds: tuple[int, ...], noise_seed: int
+                        ) -> list[Clip]:
+    """Each utterance (from its seed) with a fresh instance of every noise family (seed
+    ``noise_seed + 10 * index + family``) at ``CAPSTONE_SNR_DB``, made here, not shipped."""
+    mixtures = []
+    for index, seed in enumerate(utterance_seeds):
+        clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
+        for k, family in enumerate(NOISE_FAMILIES):
+            noise = make_noise(family, len(clean), noise_seed + 10 * index + k)
+            mixtures.append(_mixture(f"{prefix}_{seed}_{family}", f"{prefix}_{seed}", family,
+                                     mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+    return mixtures
+
+
+WIDER_HELD_BACK_SEEDS: tuple[int, ...] = tuple(range(2011, 2023))
+WIDER_NOISE_SEED = 7000
+
+
+def wider_held_back_mixtures() -> list[Clip]:
+    """Twelve more held-back utterances (``WIDER_HELD_BACK_SEEDS``), each with a fresh
+    instance of every noise family (seeds ``WIDER_NOISE_SEED + 10 * index + family``) at
+    ``CAPSTONE_SNR_DB``: sixty mixtures made here from their seeds, not shipped (``data/`` has
+    room for three utterances). Neither the utterances nor the noise seeds are used in
+    training or in the shipped held-back set."""
+    return _generated_mixtures("wider", WIDER_HELD_BACK_SEEDS, WIDER_NOISE_SEED)
+
+
+VALIDATION_SEEDS: tuple[int, ...] = tuple(range(2500, 2512))
+VALIDATION_NOISE_SEED = 9000
+
+
+def validation_mixtures() -> list[Clip]:
+    """The capstone's validation set, where its recipe (training length, learning rate, model
+    size) is chosen: twelve utterances (``VALIDATION_SEEDS``), each with a fresh instance of
+    every noise family (seeds ``VALIDATION_NOISE_SEED + 10 * index + family``) at
+    ``CAPSTONE_SNR_DB``, made here from their seeds, not shipped. Disjoint from training and
+    from both held-back sets (utterances and noise instances), so choosing on it says nothing
+    about the held-back scores."""
+    return _generated_mixtures("validation", VALIDATION_SEEDS, VALIDATION_NOISE_SEED)
