@@ -118,6 +118,16 @@ def frame(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH)
     return tf.signal.frame(padded, frame_length, hop_length, pad_end=False)
 
 
+def frame_array(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
+                ) -> np.ndarray:
+    """``frame``'s centred frames ``(frames, frame_length)`` of ``(samples,)`` audio as a
+    float64 NumPy array (a read-only view), for measuring levels and spectra in NumPy."""
+    _check_frame_params(frame_length, hop_length)
+    check_audio(audio)
+    padded = np.pad(np.asarray(audio, dtype=np.float64), frame_length // 2)
+    return np.lib.stride_tricks.sliding_window_view(padded, frame_length)[::hop_length]
+
+
 @_plain_python
 def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
                 window: str | None = "hann") -> tf.Tensor:

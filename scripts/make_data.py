@@ -32,7 +32,7 @@ from helpers.capstone_data import (
     held_back_noise_seed,
 )
 from helpers.dataset import DATA_DIR, REAL_CLIP, SYNTHETIC_CLIPS, ClipSpec, sha256
-from helpers.labels import formant_track, pitch_track
+from helpers.label_measurement import formant_track, pitch_track
 from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
 from helpers.synth import add_noise, synthesize
 

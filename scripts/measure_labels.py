@@ -1,4 +1,4 @@
-"""How well ``helpers.labels.labels_from_audio`` agrees with the known labels of every
+"""How well ``helpers.label_measurement.labels_from_audio`` agrees with the known labels of every
 labelled clip in the course, with and without its voicing-decay rule.
 
     python scripts/measure_labels.py          # about half a minute
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from helpers import dataset
-from helpers.labels import labels_from_audio
+from helpers import capstone_data, dataset
+from helpers.label_measurement import labels_from_audio
 from helpers.noise import make_noise, mix
 
 SNR_DB = 5.0
@@ -40,9 +40,9 @@ def labelled_clips() -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
                      if family == "white" else make_noise(family, len(real.audio), seed))
             yield ("real in noise", f"{real.name}_{family}{seed}",
                    mix(real.audio, noise, SNR_DB), real.labels.voicing)
-    for group, mixtures in (("capstone held-back", dataset.held_back_mixtures),
-                            ("capstone validation", dataset.validation_mixtures),
-                            ("capstone wider", dataset.wider_held_back_mixtures)):
+    for group, mixtures in (("capstone held-back", capstone_data.held_back_mixtures),
+                            ("capstone validation", capstone_data.validation_mixtures),
+                            ("capstone wider", capstone_data.wider_held_back_mixtures)):
         seen = set()
         for mixture in mixtures():
             if mixture.clean_name not in seen:

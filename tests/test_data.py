@@ -39,14 +39,13 @@ from helpers.dataset import (
     sha256,
 )
 from helpers.gradients import max_abs_diff
+from helpers.label_measurement import labels_from_audio, pitch_track
 from helpers.labels import (
     FrameLabels,
     LabelError,
     Voicing,
     labels_from_alignment,
-    labels_from_audio,
     labels_from_segments,
-    pitch_track,
     read_phone_alignment,
 )
 from helpers.synth import Segment, add_noise, fricative, silence, synthesize, vowel

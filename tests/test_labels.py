@@ -1,4 +1,4 @@
-"""helpers.labels.labels_from_audio on real and noisy audio: silence relative to the clip's
+"""helpers.label_measurement.labels_from_audio on real and noisy audio: silence relative to the clip's
 own noise floor, with hysteresis; the confusion table 06 prints."""
 
 from __future__ import annotations
@@ -7,19 +7,15 @@ import numpy as np
 import pytest
 
 from helpers.dataset import REAL_CLIP, load_clip
-from helpers.labels import (
+from helpers.label_measurement import (
     MEASURED_SWITCH_PROB,
     PYIN_SWITCH_PROB,
-    FrameLabels,
-    LabelError,
-    Voicing,
-    confusion,
-    frames_from_boundary,
     labels_from_audio,
     pitch_track,
     speech_frames,
     trim_voicing_decay,
 )
+from helpers.labels import FrameLabels, LabelError, Voicing, confusion, frames_from_boundary
 from helpers.noise import mix
 
 

@@ -1,8 +1,11 @@
 """The layers of helpers/: a module imports only from layers below its own.
 
-    6  widgets, exercises (the package and its submodules), capstone
+    9  capstone (the capstone's public names, re-exported)
+    8  capstone_evaluation
+    7  capstone_model, widgets
+    6  capstone_recipe, lab, exercises (the package and its submodules)
     5  training, loss_reach, capstone_data
-    4  dataset, denoiser, voicing_loss
+    4  dataset, denoiser, voicing_loss, label_measurement
     3  labels, gru_state, probe, noise, baselines
     2  synth, plots
     1  audio, gradients
@@ -34,9 +37,12 @@ LAYERS: dict[int, tuple[str, ...]] = {
     1: ("audio", "gradients"),
     2: ("synth", "plots"),
     3: ("labels", "gru_state", "probe", "noise", "baselines"),
-    4: ("dataset", "denoiser", "voicing_loss"),
+    4: ("dataset", "denoiser", "voicing_loss", "label_measurement"),
     5: ("training", "loss_reach", "capstone_data"),
-    6: ("widgets", "exercises", "capstone"),
+    6: ("capstone_recipe", "lab", "exercises"),
+    7: ("capstone_model", "widgets"),
+    8: ("capstone_evaluation",),
+    9: ("capstone",),
 }
 LAYER_OF: dict[str, int] = {f"{PACKAGE}.{name}": layer
                             for layer, names in LAYERS.items() for name in names}
@@ -183,7 +189,7 @@ KNOWN = frozenset({"helpers", "helpers.audio", "helpers.training", "helpers.widg
     ("helpers.dataset", "from . import training\n",
      "imports helpers.training (layer 5)"),
     ("helpers.dataset", "from .widgets import GradientLab\n",
-     "imports helpers.widgets (layer 6)"),
+     "imports helpers.widgets (layer 7)"),
     ("helpers.gradients", "from helpers import audio\n",
      "imports helpers.audio (layer 1) from helpers.gradients (layer 1)"),
     ("helpers.audio", "import importlib\nm = importlib.import_module('helpers.training')\n",
@@ -193,7 +199,7 @@ KNOWN = frozenset({"helpers", "helpers.audio", "helpers.training", "helpers.widg
     ("helpers.exercises.gru_state", "from .diagnosis import check_delay\n",
      "imports helpers.exercises.diagnosis (layer 6)"),
     ("helpers.exercises", "from helpers.widgets import GradientLab\n",
-     "imports helpers.widgets (layer 6)"),
+     "imports helpers.widgets (layer 7)"),
     ("helpers.audio", "from helpers.nowhere import x\n", "helpers.nowhere, which has no layer"),
     ("helpers.new_module", "import numpy\n", "helpers.new_module has no layer"),
     ("helpers", "from helpers.audio import stft\n", "may import nothing from helpers"),

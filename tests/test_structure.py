@@ -102,7 +102,7 @@ def empty():
     """Only a docstring."""
 '''
     found = measure(source)
-    assert found["class"] == [("Small", 9)]
+    assert found["class"] == [("Small", 8)]
     assert dict(found["function"]) == {"method": 2, "empty": 0}
     assert dict(found["docstring"]) == {"<module>": 4, "Small": 1, "method": 2, "empty": 1}
 

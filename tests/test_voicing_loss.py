@@ -14,7 +14,8 @@ from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, stft_magnitude
 from helpers.dataset import load_clip
 from helpers.denoiser import enhance_numpy
 from helpers.gradients import gradient_report
-from helpers.labels import FrameLabels, LabelError, Voicing, labels_from_audio
+from helpers.label_measurement import labels_from_audio
+from helpers.labels import FrameLabels, LabelError, Voicing
 from helpers.training import loss_and_gradients
 from helpers.voicing_loss import (
     EPSILON,

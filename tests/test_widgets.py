@@ -14,20 +14,20 @@ import tensorflow as tf
 
 from helpers.dataset import Clip, ClipExcerpt, excerpt, load_clip
 from helpers.denoiser import enhance, make_conv_denoiser
-from helpers.labels import FrameLabels, LabelError
-from helpers.training import TrainingState, mean_abs_change, restore_weights, snapshot
-from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
-from helpers.widgets import (
+from helpers.lab import (
     ADAM_LEARNING_RATE,
     ADAM_WARMUP_STEPS,
     CONTROL_NAMES,
     ELSE_SCALES,
     LAB_CLIPS,
     SILENCE_WEIGHTS,
-    GradientLab,
     lab_examples,
     lab_model,
 )
+from helpers.labels import FrameLabels, LabelError
+from helpers.training import TrainingState, mean_abs_change, restore_weights, snapshot
+from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
+from helpers.widgets import GradientLab
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

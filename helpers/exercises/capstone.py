@@ -13,7 +13,7 @@ from helpers.exercises import CheckResult, run_check
 from helpers.training import make_train_step
 from helpers.voicing_loss import masked_voicing_loss
 
-# The gradient lab's silent and voiced clips (helpers.widgets.LAB_CLIPS): 16 frames each.
+# The gradient lab's silent and voiced clips (helpers.lab.LAB_CLIPS): 16 frames each.
 SILENT_CLIP = ClipExcerpt("silence", 4, 20)
 VOICED_CLIP = ClipExcerpt("vowel_a", 10, 26)
 EXERCISE_TRAIN_STEPS = 40

@@ -1,0 +1,197 @@
+"""The capstone's comparison (notebook 06): every system on the held-back mixtures, scored by
+SI-SDR, SNR and STOI, the output level on each kind of frame, and the checks 06 asserts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from helpers.audio import frame_array, snr_db, stft
+from helpers.baselines import (
+    LOWPASS_CANDIDATES_HZ,
+    SUBTRACTION_CANDIDATES,
+    best_setting,
+    lowpass,
+    si_sdr,
+    spectral_subtraction,
+    stoi,
+)
+from helpers.capstone_data import (
+    CAPSTONE_SNR_DB,
+    capstone_training_set,
+    held_back_mixtures,
+    train_noise,
+)
+from helpers.capstone_model import denoise
+from helpers.capstone_recipe import check_loss_name, loss_on_magnitudes, make_capstone_model
+from helpers.checks import check_choice
+from helpers.dataset import Clip, load_clip, make_example
+from helpers.noise import NOISE_FAMILIES, mix
+from helpers.training import graph_gradient_norm
+
+SYSTEMS = ("noisy input", "low-pass", "spectral subtraction", "question-loss model",
+           "masked-loss model")
+CLASSICAL = ("low-pass", "spectral subtraction")
+
+
+def training_pairs() -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(clean, noisy)`` training clips at the held-back SNR (5 dB), each utterance with the
+    start of one training noise instance (families in turn): where the classical filters'
+    settings are chosen. No held-back clip or noise is used."""
+    families = list(NOISE_FAMILIES)
+    noises = {family: train_noise(family) for family in families}
+    pairs = []
+    for index, clip in enumerate(capstone_training_set()):
+        noise = noises[families[index % len(families)]][:len(clip.clean)]
+        pairs.append((clip.clean, mix(clip.clean, noise, CAPSTONE_SNR_DB)))
+    return pairs
+
+
+def classical_settings() -> dict[str, object]:
+    """The low-pass cut-off (Hz) and the spectral subtraction's ``(over_subtraction,
+    quiet_fraction)`` with the best mean SI-SDR on ``training_pairs``."""
+    pairs = training_pairs()
+    return {
+        "low-pass": best_setting(lowpass, LOWPASS_CANDIDATES_HZ, pairs),
+        "spectral subtraction": best_setting(
+            lambda noisy, s: spectral_subtraction(noisy, s[0], quiet_fraction=s[1]),
+            SUBTRACTION_CANDIDATES, pairs),
+    }
+
+
+def frame_energies(audio: np.ndarray) -> np.ndarray:
+    """Energy of each centred frame (the labels' frames), float64."""
+    return np.sum(frame_array(audio) ** 2, axis=-1)
+
+
+@dataclass
+class Comparison:
+    """Every system's output and scores on every held-back mixture."""
+
+    mixtures: list[Clip]
+    outputs: dict[str, list[np.ndarray]]
+    settings: dict[str, object]
+
+    def scores(self, metric: str) -> dict[str, np.ndarray]:
+        """``{system: (mixtures,) scores}`` for ``metric`` in ``si_sdr``, ``snr``, ``stoi``."""
+        metrics = {"si_sdr": si_sdr, "snr": snr_db, "stoi": stoi}
+        function = metrics[check_choice(metric, metrics, "metric")]
+        cache = self.__dict__.setdefault("_scores", {})
+        if metric not in cache:
+            cache[metric] = {system: np.array([function(m.clean, out) for m, out in
+                                               zip(self.mixtures, outputs)])
+                             for system, outputs in self.outputs.items()}
+        return cache[metric]
+
+    def by_family(self, metric: str) -> dict[str, dict[str, float]]:
+        """``{system: {family: mean score, ..., "mean": mean over all mixtures}}``."""
+        families = list(dict.fromkeys(m.family for m in self.mixtures))
+        table = {}
+        for system, values in self.scores(metric).items():
+            row = {family: float(np.mean([v for v, m in zip(values, self.mixtures)
+                                          if m.family == family])) for family in families}
+            row["mean"] = float(np.mean(values))
+            table[system] = row
+        return table
+
+    def kind_level_change_db(self, system: str, kind: str) -> float:
+        """Output energy relative to input energy (dB), pooled over the held-back frames of
+        one kind (``"silent"`` or ``"unvoiced"``) of every mixture."""
+        check_choice(kind, ("silent", "unvoiced", "voiced"), "kind")
+        out_energy = in_energy = 0.0
+        for mixture, output in zip(self.mixtures, self.outputs[system]):
+            frames = getattr(mixture.labels, kind)
+            out_energy += frame_energies(output)[frames].sum()
+            in_energy += frame_energies(mixture.audio)[frames].sum()
+        return float(10 * np.log10(out_energy / in_energy))
+
+
+def compare(models: dict[str, keras.Model], mixtures=None, classical: bool = True
+            ) -> Comparison:
+    """Run the noisy input, both classical filters (settings from the training clips; skipped
+    with ``classical=False``) and each model (``{"question-loss model": ..., "masked-loss model":
+    ...}``) on the held-back mixtures (``helpers.capstone_data.held_back_mixtures`` by default)."""
+    mixtures = held_back_mixtures() if mixtures is None else list(mixtures)
+    outputs = {"noisy input": [m.audio for m in mixtures]}
+    settings = classical_settings() if classical else {}
+    if classical:
+        alpha, quiet = settings["spectral subtraction"]
+        outputs["low-pass"] = [lowpass(m.audio, settings["low-pass"]) for m in mixtures]
+        outputs["spectral subtraction"] = [
+            spectral_subtraction(m.audio, alpha, quiet_fraction=quiet) for m in mixtures]
+    for name, model in models.items():
+        outputs[name] = [denoise(model, m.audio) for m in mixtures]
+    return Comparison(mixtures, outputs, settings)
+
+
+def print_table(comparison: Comparison, metric: str = "si_sdr") -> None:
+    """One row per system, one column per noise family and the mean."""
+    table = comparison.by_family(metric)
+    columns = list(next(iter(table.values())))
+    unit = "" if metric == "stoi" else " dB"
+    print(f"{metric + unit:22s}" + "".join(f"{c:>9s}" for c in columns))
+    for system, row in table.items():
+        cells = "".join((f"{row[c]:9.2f}" if metric == "stoi" else f"{row[c]:9.1f}")
+                        for c in columns)
+        print(f"{system:22s}{cells}")
+
+
+# ------------------------------------------------------------------ the checks 06 asserts
+
+
+def silent_gradient_norm(loss: str, model: keras.Model | None = None) -> float:
+    """Global norm of the gradient of ``loss`` on the course's silent clip (noise in,
+    silence out), inside ``tf.function`` as in training (``training.graph_gradient_norm``).
+    The question's loop gives exactly 0 there (zeros, not None, in a graph); the masked loss gives
+    a real gradient."""
+    check_loss_name(loss)
+    clip = load_clip("silence")
+
+    def loss_fn(reference, estimate, labels):
+        return loss_on_magnitudes(loss, tf.abs(stft(reference)), tf.abs(stft(estimate)), labels)
+
+    return graph_gradient_norm(model or make_capstone_model(0),
+                               make_example("silence", clip.clean, clip.labels, seed=0), loss_fn)
+
+
+def quieter_on_silence_db(comparison: Comparison, system: str,
+                          reference_system: str = "question-loss model") -> float:
+    """How much quieter ``system`` is than ``reference_system`` on held-back silent frames
+    (dB, positive = quieter)."""
+    return (comparison.kind_level_change_db(reference_system, "silent")
+            - comparison.kind_level_change_db(system, "silent"))
+
+
+QUIET_ON_SILENCE_DB = 6.0  # "learned silence": at least this much quieter than its input
+BEAT_INPUT_DB = 3.0  # the goal over the noisy input (held-back mean SI-SDR)
+BEAT_CLASSICAL_DB = 0.5  # the goal over the best classical filter
+
+
+def quiet_on_silence(comparison: Comparison, system: str) -> bool:
+    """The check 06 asserts for "the model learned to output silence": on held-back silent
+    frames its output is at least ``QUIET_ON_SILENCE_DB`` below its input."""
+    return comparison.kind_level_change_db(system, "silent") <= -QUIET_ON_SILENCE_DB
+
+
+def beats_input(comparison: Comparison, system: str) -> bool:
+    """Held-back mean SI-SDR at least ``BEAT_INPUT_DB`` above the noisy input's."""
+    return beats_baselines(comparison, system)["over input"] >= BEAT_INPUT_DB
+
+
+def beats_classical(comparison: Comparison, system: str) -> bool:
+    """Held-back mean SI-SDR at least ``BEAT_CLASSICAL_DB`` above the best classical filter."""
+    return beats_baselines(comparison, system)["over best classical"] >= BEAT_CLASSICAL_DB
+
+
+def beats_baselines(comparison: Comparison, system: str) -> dict[str, float]:
+    """Margins of ``system``'s held-back mean SI-SDR over the input (goal: >= 3 dB) and over
+    the best classical filter (goal: >= 0.5 dB)."""
+    means = {s: row["mean"] for s, row in comparison.by_family("si_sdr").items()}
+    margins = {"over input": means[system] - means["noisy input"]}
+    if all(c in means for c in CLASSICAL):
+        margins["over best classical"] = means[system] - max(means[c] for c in CLASSICAL)
+    return margins
