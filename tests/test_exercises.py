@@ -175,6 +175,43 @@ def silence_term(reference, estimate, labels):
 ''',
 }
 
+# A streaming loop that carries the state, but through something that cuts the tape.
+_CARRIED_THROUGH = '''
+import tensorflow as tf
+
+from helpers.gru_state import unroll
+
+
+def stream_denoise(step_model, chunks):
+    outputs, state = [], None
+    for chunk in chunks:
+        chunk_outputs, state = unroll(step_model, chunk, state)
+        state = {carry}
+        outputs.append(chunk_outputs)
+    return tf.concat(outputs, axis=1)
+'''
+
+def _sequence_loss(*body: str, start: str = "tf.zeros((1, step_model.inputs[1].shape[-1]))",
+                   masks: str = "tf.stack(masks, axis=1)") -> str:
+    """A hand-threaded loop for exercise 1.1 whose loop body is ``body`` (one line each)."""
+    lines = "\n".join(" " * 8 + line for line in body)
+    return f'''
+import tensorflow as tf
+
+from helpers.denoiser import apply_masks, denoising_loss
+
+
+def sequence_loss(step_model, noisy_spectrum, clean_audio):
+    magnitudes = tf.abs(noisy_spectrum)
+    state = {start}
+    masks = []
+    for t in range(magnitudes.shape[1]):
+{lines}
+    enhanced = apply_masks({masks}, noisy_spectrum, clean_audio.shape[-1])
+    return denoising_loss(clean_audio, enhanced)
+'''
+
+
 NEAR_MISSES: dict[str, dict[str, str]] = {
     "helpers.exercises.start_here:check_gradient_status": {
         "tests NaN only (norm != norm), so inf passes": '''
@@ -229,89 +266,21 @@ def gradient_status(gradient):
 ''',
     },
     "helpers.exercises.gru_state:check_sequence_loss": {
-        "stops the gradient at every state": '''
-import tensorflow as tf
-
-from helpers.denoiser import apply_masks
-
-
-def sequence_loss(step_model, noisy_spectrum, clean_audio):
-    magnitudes = tf.abs(noisy_spectrum)
-    state = tf.zeros((1, step_model.inputs[1].shape[-1]))
-    masks = []
-    for t in range(magnitudes.shape[1]):
-        mask, state = step_model([magnitudes[:, t], state])
-        state = tf.stop_gradient(state)
-        masks.append(mask)
-    audio = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
-    return tf.reduce_mean((clean_audio - audio) ** 2)
-''',
-        "takes the masks through NumPy": '''
-import tensorflow as tf
-
-from helpers.denoiser import apply_masks
-
-
-def sequence_loss(step_model, noisy_spectrum, clean_audio):
-    magnitudes = tf.abs(noisy_spectrum)
-    state = tf.zeros((1, step_model.inputs[1].shape[-1]))
-    masks = []
-    for t in range(magnitudes.shape[1]):
-        mask, state = step_model([magnitudes[:, t], state])
-        masks.append(mask.numpy())
-    audio = apply_masks(tf.constant(masks)[None, :, 0], noisy_spectrum, clean_audio.shape[-1])
-    return tf.reduce_mean((clean_audio - audio) ** 2)
-''',
-        "never passes the state on": '''
-import tensorflow as tf
-
-from helpers.denoiser import apply_masks
-
-
-def sequence_loss(step_model, noisy_spectrum, clean_audio):
-    magnitudes = tf.abs(noisy_spectrum)
-    state = tf.zeros((1, step_model.inputs[1].shape[-1]))
-    masks = []
-    for t in range(magnitudes.shape[1]):
-        mask, _ = step_model([magnitudes[:, t], state])
-        masks.append(mask)
-    audio = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
-    return tf.reduce_mean((clean_audio - audio) ** 2)
-''',
-        "the answer's fix: the state in a Variable, assigned": '''
-import tensorflow as tf
-
-from helpers.denoiser import apply_masks, denoising_loss
-
-
-def sequence_loss(step_model, noisy_spectrum, clean_audio):
-    magnitudes = tf.abs(noisy_spectrum)
-    state = tf.Variable(tf.zeros((1, step_model.inputs[1].shape[-1])), trainable=False)
-    masks = []
-    for t in range(magnitudes.shape[1]):
-        mask, next_state = step_model([magnitudes[:, t], state])
-        masks.append(mask)
-        state.assign(next_state)
-    enhanced = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
-    return denoising_loss(clean_audio, enhanced)
-''',
-        "calls the step model twice per frame": '''
-import tensorflow as tf
-
-from helpers.denoiser import apply_masks, denoising_loss
-
-
-def sequence_loss(step_model, noisy_spectrum, clean_audio):
-    magnitudes = tf.abs(noisy_spectrum)
-    state = tf.zeros((1, step_model.inputs[1].shape[-1]))
-    masks = []
-    for t in range(magnitudes.shape[1]):
-        mask, _ = step_model([magnitudes[:, t], state])
-        _, state = step_model([magnitudes[:, t], state])
-        masks.append(mask)
-    enhanced = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
-    return denoising_loss(clean_audio, enhanced)
-''',
+        "stops the gradient at every state": _sequence_loss(
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "state = tf.stop_gradient(state)", "masks.append(mask)"),
+        "takes the masks through NumPy": _sequence_loss(
+            "mask, state = step_model([magnitudes[:, t], state])", "masks.append(mask.numpy())",
+            masks="tf.constant(masks)[None, :, 0]"),
+        "never passes the state on": _sequence_loss(
+            "mask, _ = step_model([magnitudes[:, t], state])", "masks.append(mask)"),
+        "the answer's fix: the state in a Variable, assigned": _sequence_loss(
+            "mask, next_state = step_model([magnitudes[:, t], state])", "masks.append(mask)",
+            "state.assign(next_state)",
+            start="tf.Variable(tf.zeros((1, step_model.inputs[1].shape[-1])), trainable=False)"),
+        "calls the step model twice per frame": _sequence_loss(
+            "mask, _ = step_model([magnitudes[:, t], state])",
+            "_, state = step_model([magnitudes[:, t], state])", "masks.append(mask)"),
     },
     "helpers.exercises.gru_state:check_stream_denoise": {
         "waits for every chunk, then unrolls everything (chunking ignored)": '''
@@ -351,34 +320,9 @@ def stream_denoise(step_model, chunks):
         outputs.append(chunk_outputs)
     return tf.concat(outputs, axis=1)
 ''',
-        "carries the state through stop_gradient (truncated)": '''
-import tensorflow as tf
-
-from helpers.gru_state import unroll
-
-
-def stream_denoise(step_model, chunks):
-    outputs, state = [], None
-    for chunk in chunks:
-        chunk_outputs, state = unroll(step_model, chunk, state)
-        state = tf.stop_gradient(state)
-        outputs.append(chunk_outputs)
-    return tf.concat(outputs, axis=1)
-''',
-        "carries the state through NumPy": '''
-import tensorflow as tf
-
-from helpers.gru_state import unroll
-
-
-def stream_denoise(step_model, chunks):
-    outputs, state = [], None
-    for chunk in chunks:
-        chunk_outputs, state = unroll(step_model, chunk, state)
-        state = state.numpy()
-        outputs.append(chunk_outputs)
-    return tf.concat(outputs, axis=1)
-''',
+        "carries the state through stop_gradient (truncated)":
+            _CARRIED_THROUGH.format(carry="tf.stop_gradient(state)"),
+        "carries the state through NumPy": _CARRIED_THROUGH.format(carry="state.numpy()"),
         "drops the last, shorter chunk": '''
 import tensorflow as tf
 
