@@ -1,27 +1,29 @@
 """How long a notebook takes a learner, from the notebook itself (no execution).
 
-    minutes = prose words / WORDS_PER_MINUTE          (150: technical reading)
-            + code lines x SECONDS_PER_CODE_LINE      (20 s: reading a line of code)
+    minutes = prose words / WORDS_PER_MINUTE          (200: reading prose)
+            + visible code lines x SECONDS_PER_CODE_LINE   (6 s: reading a line of code)
             + RUN_MINUTES                             (running it)
-            + EXERCISE_MINUTES per checked exercise   (10: the task, the starting code,
-                                                      writing, the checker, its hint and
-                                                      the solution)
+            + each exercise's minutes, as INSTRUCTORS.md gives them
 
 * Prose is every Markdown cell without its fenced code blocks, HTML tags and table rules;
   a word is a run of letters or digits (``tf.GradientTape`` is two words).
-* Code lines are the non-blank lines of the code cells and of the fenced code blocks in
-  Markdown, except the exercises' own (the starting code, the checker cell and what sits in
-  ``<details>``: the hints and the solution), which the exercise time covers. Outputs are not
-  counted: reading a gradient report is part of reading the prose around it.
+* Visible code lines are the non-blank, non-comment lines of the code cells and of the
+  fenced code blocks in Markdown, except the exercises' own (the starting code, the checker
+  cell and what sits in ``<details>``: the hints and the solution), which the exercise time
+  covers, and except *proof cells* (tag ``proof``, source collapsed): a learner does not read
+  them, so they count 0. Outputs are not counted: reading a gradient report is part of
+  reading the prose around it.
 * The run time is a constant, not a measurement: every notebook runs in well under a minute
-  on two cores (README), so one minute is an upper bound, a few per cent of any notebook's
-  time, and a constant keeps this check deterministic, instant and free of execution. A
-  stored per-machine measurement would drift with the machine and say no more.
+  on two cores (README), so one minute is an upper bound.
+* An exercise takes the minutes its bullet in INSTRUCTORS.md gives it
+  (``- **Exercise 0.1** (`name`): 4 minutes``; ``about 15 minutes each`` counts once per
+  exercise of that notebook).
 
-``python scripts/notebook_minutes.py`` prints the measure of every notebook next to the
-README's course map; ``tests/test_minutes.py`` fails when a map entry is more than 30 % off.
-After changing a notebook, rerun it and put the rounded total in the README's map (and in the
-notebook's own "Time" line).
+``python scripts/notebook_minutes.py`` prints, per notebook, the visible code lines, the prose
+words, the ``assert`` lines outside proof and lesson-assert cells, the minutes, and the
+README's figure; ``tests/test_minutes.py`` fails when the README's course map or a notebook's
+own "Time" line is more than 30 % off. After changing a notebook, rerun it and put the
+rounded total in both.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-WORDS_PER_MINUTE = 150
-SECONDS_PER_CODE_LINE = 20
+WORDS_PER_MINUTE = 200
+SECONDS_PER_CODE_LINE = 6
 RUN_MINUTES = 1.0
-EXERCISE_MINUTES = 10.0
+PROOF_TAG = "proof"
+LESSON_ASSERT_TAG = "lesson-assert"
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"```.*?```", re.S)
@@ -43,6 +46,10 @@ DETAILS = re.compile(r"<details>.*?</details>", re.S)
 TAG = re.compile(r"<[^>]+>")
 WORD = re.compile(r"[A-Za-z0-9]+")
 MAP_ROW = re.compile(r"^\|\s*\[`(\d\d_\w+)`\]\([^)]*\)\s*\|.*\|\s*(\d+)\s*\|\s*$", re.M)
+TIME_LINE = re.compile(r"\*\*Time(?:\*\*\s*\||:\*\*)\s*about (\d+) minutes")
+ASSERT = re.compile(r"^\s*assert\b")
+EXERCISE_BULLET = re.compile(  # a bullet may go on over indented lines
+    r"^- \*\*Exercises?\b(?:[^\n]|\n(?=  ))*?(\d+)\s+minutes(\s+each)?", re.M)
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,8 @@ class Minutes:
     words: int
     code_lines: int
     exercises: int
+    exercise_minutes: float
+    asserts: int = 0  # assert lines outside proof and lesson-assert cells
 
     @property
     def reading(self) -> float:
@@ -64,7 +73,7 @@ class Minutes:
 
     @property
     def total(self) -> float:
-        return self.reading + self.code + RUN_MINUTES + self.exercises * EXERCISE_MINUTES
+        return self.reading + self.code + RUN_MINUTES + self.exercise_minutes
 
 
 def _source(cell: dict) -> str:
@@ -72,36 +81,68 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def _code_lines(text: str) -> int:
-    return sum(1 for line in text.splitlines() if line.strip())
+def tags(cell: dict) -> list[str]:
+    """The cell's tags (an empty list when it has none)."""
+    return list(cell.get("metadata", {}).get("tags", []))
 
 
-def notebook_minutes(path: str | Path) -> Minutes:
-    """Measure one notebook (``.ipynb``): prose words, code lines and checked exercises."""
+def is_proof(cell: dict) -> bool:
+    return cell["cell_type"] == "code" and PROOF_TAG in tags(cell)
+
+
+def code_lines(text: str) -> int:
+    """Non-blank lines that are not only a comment."""
+    return sum(1 for line in text.splitlines()
+               if line.strip() and not line.strip().startswith("#"))
+
+
+def exercise_minutes(notebook: str, count: int,
+                     instructors: str | Path = ROOT / "INSTRUCTORS.md") -> float:
+    """The minutes INSTRUCTORS.md gives the exercises of ``notebook`` (``NN_name``)."""
+    if count == 0:
+        return 0.0
+    text = Path(instructors).read_text(encoding="utf-8")
+    section = re.search(rf"^### {notebook[:2]} .*?(?=^### |^## |\Z)", text, re.M | re.S)
+    bullets = EXERCISE_BULLET.findall(section.group(0)) if section else []
+    if not bullets:
+        raise ValueError(f"INSTRUCTORS.md has no '- **Exercise ...**: N minutes' bullet in a "
+                         f"'### {notebook[:2]} ...' section; {notebook} has {count} exercise(s)")
+    if len(bullets) == 1 and bullets[0][1]:  # "about 15 minutes each"
+        return float(bullets[0][0]) * count
+    return float(sum(int(minutes) for minutes, _ in bullets))
+
+
+def notebook_minutes(path: str | Path, instructors: str | Path = ROOT / "INSTRUCTORS.md"
+                     ) -> Minutes:
+    """Measure one notebook (``.ipynb``): prose words, visible code lines, exercises, and the
+    ``assert`` lines a learner sees (outside proof and lesson-assert cells)."""
     path = Path(path)
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"expected the path of an existing .ipynb notebook, got {path}")
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    words = code_lines = exercises = 0
+    words = lines = exercises = asserts = 0
     checker_cell_next = False
     for cell in cells:
         text = _source(cell)
         if cell["cell_type"] == "markdown":
             outside_details = DETAILS.sub(" ", text)
-            code_lines += sum(_code_lines(block.strip("`").partition("\n")[2])
-                              for block in FENCE.findall(outside_details))
+            lines += sum(code_lines(block.strip("`").partition("\n")[2])
+                         for block in FENCE.findall(outside_details))
             prose = TAG.sub(" ", FENCE.sub(" ", text))
             prose = re.sub(r"^\|[-|: ]+\|$", " ", prose, flags=re.M)  # table rules
             words += len(WORD.findall(prose))
         elif cell["cell_type"] == "code":
+            if not (is_proof(cell) or LESSON_ASSERT_TAG in tags(cell)):
+                asserts += sum(1 for line in text.splitlines() if ASSERT.match(line))
             if cell.get("metadata", {}).get("exercise"):
                 exercises += 1
                 checker_cell_next = True
             elif checker_cell_next:
                 checker_cell_next = False
-            else:
-                code_lines += _code_lines(text)
-    return Minutes(path.stem, words, code_lines, exercises)
+            elif not is_proof(cell):
+                lines += code_lines(text)
+    return Minutes(path.stem, words, lines, exercises,
+                   exercise_minutes(path.stem, exercises, instructors), asserts)
 
 
 def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
@@ -112,13 +153,24 @@ def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
     return {name: int(minutes) for name, minutes in rows}
 
 
+def stated_minutes(path: str | Path) -> int:
+    """The minutes a notebook's opening cell states (``| **Time** | about N minutes ...`` or
+    ``**Time:** about N minutes``)."""
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    match = TIME_LINE.search(_source(cells[0])) if cells else None
+    if not match:
+        raise ValueError(f"{path}: the first cell has no '| **Time** | about N minutes' line")
+    return int(match.group(1))
+
+
 def main() -> int:
     stated = readme_minutes()
-    print(f"{'notebook':28s} {'words':>6s} {'code':>5s} {'ex':>3s} {'measure':>8s} {'README':>7s}")
+    print(f"{'notebook':28s} {'code':>5s} {'words':>6s} {'asserts':>7s} {'ex':>3s} "
+          f"{'minutes':>8s} {'README':>7s} {'Time':>5s}")
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         m = notebook_minutes(path)
-        print(f"{m.notebook:28s} {m.words:6d} {m.code_lines:5d} {m.exercises:3d} "
-              f"{m.total:8.1f} {stated.get(m.notebook, '-'):>7}")
+        print(f"{m.notebook:28s} {m.code_lines:5d} {m.words:6d} {m.asserts:7d} {m.exercises:3d} "
+              f"{m.total:8.1f} {stated.get(m.notebook, '-'):>7} {stated_minutes(path):>5}")
     return 0
 
 

@@ -119,6 +119,24 @@ def test_code_cells_are_the_courses_with_no_stored_outputs(student_dir, name):
 
 
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
+def test_proof_cells_are_kept_collapsed_and_run_like_any_cell(student_dir, name):
+    """Proof cells (CONTRIBUTING.md, "Course conventions") stay in the student edition, in
+    place and collapsed: a student's run asserts the same claims, and nbval's run of the
+    course (which runs them) stands for it as for every other code cell."""
+    course, student = _pairs(student_dir, name)
+
+    def proofs(notebook):
+        return [(i, c.source) for i, c in enumerate(_code(notebook))
+                if "proof" in c.metadata.get("tags", [])]
+    assert proofs(student) == proofs(course)
+    for cell in [c for c in _code(student) if "proof" in c.metadata.get("tags", [])]:
+        assert cell.metadata["jupyter"]["source_hidden"] is True
+        assert cell.outputs == []
+    if name.startswith(("00_", "01_", "02_")):
+        assert proofs(student), f"{name} is converted to proof cells but has none"
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
 def test_markdown_is_the_courses_without_its_solutions(student_dir, name):
     course, student = _pairs(student_dir, name)
     expected = []

@@ -1,8 +1,9 @@
 """Checkers for the exercises of 01_gru_state_reproduce and 02_gru_state_fix.
 
 Each checker runs the learner's function on a small step model whose weights come from a
-local seeded generator (the notebook's global random state is not touched), and compares it
-with ``helpers.gru_state.unroll``.
+local seeded generator (the notebook's global random state is not touched), compares it with
+``helpers.gru_state.unroll``, and counts the step model's calls: a loop over frames calls it
+exactly once per frame, each time on one frame.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import HOP_LENGTH, stft
-from helpers.denoiser import apply_masks, make_gru_step_model
+from helpers.denoiser import apply_masks, denoising_loss, make_gru_step_model
 from helpers.exercises import CheckResult, run_check
 from helpers.gradients import max_abs_diff, variable_name
 from helpers.gru_state import unroll
+from helpers.printing import sig
 
 
 @cache
@@ -29,80 +31,193 @@ def _small_model(units: int, bins: int) -> keras.Model:
     return model
 
 
-def _frames(steps: int, bins: int, seed: int) -> tf.Tensor:
-    rng = np.random.default_rng(seed)
-    return tf.constant(0.1 * rng.standard_normal((1, steps, bins)), tf.float32)
+class _CallLog(keras.layers.Layer):
+    """Calls the step model and records the shape of the frame it was given."""
+
+    def __init__(self, step_model, **kwargs):
+        super().__init__(**kwargs)
+        self.step_model = step_model
+        self.frame_shapes: list[tuple] = []
+
+    def call(self, inputs):
+        self.frame_shapes.append(tuple(inputs[0].shape))
+        return self.step_model(inputs)
 
 
-def _reference_loss(model, noisy_spectrum, clean):
-    masks, _ = unroll(model, tf.abs(noisy_spectrum))
-    return tf.reduce_mean((clean - apply_masks(masks, noisy_spectrum, clean.shape[-1])) ** 2)
+@cache
+def _counted(units: int, bins: int) -> tuple[keras.Model, _CallLog]:
+    """The small step model behind a functional model of the same inputs, outputs and
+    variables, whose calls are logged (eagerly: one entry per call)."""
+    model = _small_model(units, bins)
+    log = _CallLog(model, name="step")
+    inputs = [keras.Input((bins,), name="noisy_magnitude"), keras.Input((units,), name="state")]
+    counted = keras.Model(inputs, log(inputs), name="step_model")
+    return counted, log
+
+
+def _calls_fault(log: _CallLog, frames: int, batch: int, features: int) -> str | None:
+    """What is wrong with the logged calls for ``frames`` frames, or None."""
+    shapes = log.frame_shapes
+    if len(shapes) != frames:
+        return f"the step model was called {len(shapes)} times for {frames} frames; a loop " \
+               "over the frames calls it exactly once per frame."
+    wrong = next((s for s in shapes if s != (batch, features)), None)
+    if wrong is not None:
+        return f"the step model was given an input of shape {wrong}; each call takes one " \
+               f"frame, shape {(batch, features)}."
+    return None
+
+
+def _gradient_fault(grads, expected_grads, variables) -> str | None:
+    missing = [variable_name(v) for g, v in zip(grads, variables) if g is None]
+    if missing:
+        return f"the gradients of {', '.join(missing)} are None."
+    differing = [variable_name(v) for g, e, v in zip(grads, expected_grads, variables)
+                 if max_abs_diff(g, e) > 1e-5 * (float(tf.reduce_max(tf.abs(e))) + 1e-12)]
+    if differing:
+        return f"the gradients of {', '.join(differing)} differ from a full unroll's: " \
+               "backprop through time is being cut somewhere."
+    return None
+
+
+# --------------------------------------------------------------------------- exercise 1.1
 
 
 def check_sequence_loss(function) -> CheckResult:
     """``function(step_model, noisy_spectrum, clean_audio)`` must return the denoising loss
-    with the state passed on as a tensor: same value and same gradients as a full unroll."""
+    of a hand-threaded loop: one step-model call per frame, the state passed on as a tensor,
+    the masks turned into audio in TensorFlow; same value and gradients as a full unroll."""
 
     def check(fn):
-        model = _small_model(4, 257)
+        model, log = _counted(4, 257)
         samples = 5 * HOP_LENGTH  # 6 frames
         rng = np.random.default_rng(6)
         clean = tf.constant(0.1 * rng.standard_normal((1, samples)), tf.float32)
         noisy_spectrum = stft(clean + 0.05 * rng.standard_normal((1, samples)).astype("float32"))
+        frames = noisy_spectrum.shape[1]
         variables = model.trainable_weights
         with tf.GradientTape() as tape:
-            expected = _reference_loss(model, noisy_spectrum, clean)
+            masks, _ = unroll(model, tf.abs(noisy_spectrum))
+            expected = denoising_loss(clean, apply_masks(masks, noisy_spectrum, samples))
         expected_grads = tape.gradient(expected, variables)
+        log.frame_shapes.clear()
         with tf.GradientTape() as tape:
             loss = fn(model, noisy_spectrum, clean)
         if not isinstance(loss, tf.Tensor) or loss.shape.rank != 0:
             return False, f"expected a scalar tensor loss; got {type(loss).__name__} " \
                           f"with shape {getattr(loss, 'shape', None)}."
-        grads = tape.gradient(loss, variables)
+        fault = _calls_fault(log, frames, 1, 257)
+        if fault:
+            return False, fault
         if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-            return False, f"your loss is {float(loss):.6g}; a full unroll gives " \
-                          f"{float(expected):.6g}. Keep the forward pass as it was."
-        missing = [variable_name(v) for g, v in zip(grads, variables) if g is None]
-        if missing:
-            return False, f"the gradients of {', '.join(missing)} are None."
-        differing = []
-        for g, e, v in zip(grads, expected_grads, variables):
-            if max_abs_diff(g, e) > 1e-5 * (float(tf.reduce_max(tf.abs(e))) + 1e-12):
-                differing.append(variable_name(v))
-        if differing:
-            return False, f"same loss, but the gradients of {', '.join(differing)} differ from " \
-                          "a full unroll's: backprop through time is still being cut."
-        return True, "same loss and same gradients as a full unroll: the tape sees every step."
+            return False, f"your loss is {sig(float(loss))}; a loop that passes each state " \
+                          f"on gives {sig(float(expected))}."
+        fault = _gradient_fault(tape.gradient(loss, variables), expected_grads, variables)
+        if fault:
+            return False, fault
+        return True, "one call per frame, the same loss and the same gradients as a full " \
+                     "unroll: the tape sees every step."
 
-    return run_check("Exercise 1.1 (undo the recommended fix)", function, check,
-                     hint="The tape follows operations, not variables: a state written into a "
-                          "variable and read back at the next frame has no recorded path to the "
-                          "frame before. Pass the state on the way suspect 1 of this notebook did.")
+    return run_check("Exercise 1.1 (the hand-threaded loop)", function, check,
+                     hint="The tape follows operations, not names or containers: each frame's "
+                          "step must take the state the step before it returned, and the masks "
+                          "must stay tensors all the way to the loss.")
+
+
+# --------------------------------------------------------------------------- exercise 2.1
+
+_STREAM_BINS, _STREAM_UNITS, _STREAM_FRAMES = 16, 4, 10
+
+
+class _Arrivals:
+    """Chunks that arrive one at a time; remembers how many step-model calls had been made
+    each time the next chunk was asked for."""
+
+    def __init__(self, frames: tf.Tensor, sizes: list[int], log: _CallLog):
+        self.frames, self.sizes, self.log = frames, sizes, log
+        self.calls_at_request: list[int] = []
+
+    def __iter__(self):
+        start = 0
+        for size in self.sizes:
+            self.calls_at_request.append(len(self.log.frame_shapes))
+            yield self.frames[:, start:start + size]
+            start += size
+        self.calls_at_request.append(len(self.log.frame_shapes))
+
+
+def _chunk_sizes(frames: int, chunk_size: int) -> list[int]:
+    return [min(chunk_size, frames - start) for start in range(0, frames, chunk_size)]
 
 
 def check_stream_denoise(function) -> CheckResult:
-    """``function(step_model, frames, chunk_size)`` must process the frames chunk by chunk and
-    return the same outputs ``(1, time, features)`` as one full unroll."""
+    """``function(step_model, chunks)`` gets the frames as chunks ``(1, n, features)`` that
+    arrive one at a time (an iterable) and must return all outputs ``(1, time, features)``:
+    each chunk denoised as it arrives, starting from the state the previous chunk ended with.
+
+    Checked for chunks of 3 (10 frames: the last chunk has 1), 4, 10 and 1 frames and uneven
+    chunks: the outputs equal one full unroll; the step model is called once per frame, on
+    one frame, and every frame of a chunk before the next chunk is read; and the gradient of
+    the last output reaches the first chunk, as much as in a full unroll (the state carried
+    untruncated)."""
 
     def check(fn):
-        model = _small_model(4, 16)
-        frames = _frames(10, 16, seed=7)
+        model, log = _counted(_STREAM_UNITS, _STREAM_BINS)
+        rng = np.random.default_rng(7)
+        frames = tf.constant(0.1 * rng.standard_normal((1, _STREAM_FRAMES, _STREAM_BINS)),
+                             tf.float32)
         expected, _ = unroll(model, frames)
-        for chunk_size in (3, 4, 10):
-            got = fn(model, frames, chunk_size)
-            got = tf.convert_to_tensor(got)
+        plans = {f"chunks of {n}": _chunk_sizes(_STREAM_FRAMES, n) for n in (3, 4, 10, 1)}
+        plans["chunks of 2, 5 and 3"] = [2, 5, 3]
+        for label, sizes in plans.items():
+            log.frame_shapes.clear()
+            arrivals = _Arrivals(frames, sizes, log)
+            got = tf.convert_to_tensor(fn(model, iter(arrivals)))
             if tuple(got.shape) != tuple(expected.shape):
-                return False, f"with chunk_size={chunk_size} you returned shape " \
-                              f"{tuple(got.shape)}; expected {tuple(expected.shape)}."
+                return False, f"with {label} you returned shape {tuple(got.shape)}; " \
+                              f"expected {tuple(expected.shape)}."
+            fault = _calls_fault(log, _STREAM_FRAMES, 1, _STREAM_BINS)
+            if fault:
+                return False, f"with {label}, {fault}"
+            done = [int(n) for n in np.cumsum([0, *sizes])]
+            if arrivals.calls_at_request != done:
+                return False, f"with {label}, the step model had been called " \
+                              f"{arrivals.calls_at_request[:-1]} times when each chunk was " \
+                              f"read; a stream denoises each chunk before the next arrives " \
+                              f"({done[:-1]})."
             difference = max_abs_diff(got, expected)
             if difference > 1e-5:
                 per_frame = tf.reduce_max(tf.abs(got - expected), axis=[0, 2]).numpy()
                 first_bad = int(np.flatnonzero(per_frame > 1e-5)[0])
-                return False, f"with chunk_size={chunk_size} your outputs differ from one " \
-                              f"full unroll by up to {difference:.3g}, first at frame " \
-                              f"{first_bad}."
-        return True, "chunk by chunk, with the state carried across, equals one full unroll."
+                return False, f"with {label} your outputs differ from one full unroll by up " \
+                              f"to {sig(difference)}, first at frame {first_bad}."
+        return _reaches_first_chunk(fn, model, frames)
 
     return run_check("Exercise 2.1 (stream with a carried state)", function, check,
-                     hint="Each chunk must start from the state the previous chunk ended with. "
-                          "Look at everything unroll gives back, and at everything it can take in.")
+                     hint="Each chunk must start from the state the previous chunk ended with, "
+                          "and be denoised as soon as it arrives: look at everything a step "
+                          "gives back, and keep what the next chunk needs.")
+
+
+def _reaches_first_chunk(fn, model, frames) -> tuple[bool, str]:
+    first = frames[:, :3]
+    rest = frames[:, 3:]
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(first)
+        got = fn(model, iter([first, rest[:, :4], rest[:, 4:]]))
+        last = tf.reduce_sum(tf.convert_to_tensor(got)[:, -1])
+        expected, _ = unroll(model, tf.concat([first, rest], axis=1))
+        expected_last = tf.reduce_sum(expected[:, -1])
+    reach = tape.gradient(last, first)
+    expected_reach = tape.gradient(expected_last, first)
+    del tape
+    if reach is None or float(tf.reduce_max(tf.abs(reach))) == 0.0:
+        return False, "the last output has no gradient with respect to the first chunk: the " \
+                      "state carried between chunks is cut from the tape (untruncated, the " \
+                      "gradient should reach it)."
+    if max_abs_diff(reach, expected_reach) > 1e-5 * float(tf.reduce_max(tf.abs(expected_reach))):
+        return False, "the gradient of the last output reaches the first chunk, but not as in " \
+                      "one full unroll: part of the path between chunks is cut."
+    return True, "each chunk denoised as it arrives, one step-model call per frame, the state " \
+                 "carried across: the same outputs as one full unroll, and the gradient " \
+                 "reaches the first chunk."
