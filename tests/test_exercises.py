@@ -372,6 +372,41 @@ def train_step_or_skip(model, optimizer, example):
     grads = tape.gradient(loss, model.trainable_variables)
     return any(g is not None for g in grads)
 ''',
+        "decides from the loss value (a threshold)": '''
+import tensorflow as tf
+
+from helpers.denoiser import enhance
+from helpers.voicing_loss import cond_loop_voicing_loss
+
+
+def train_step_or_skip(model, optimizer, example):
+    with tf.GradientTape() as tape:
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
+                                      example.labels)
+    if float(loss) < 1e-4:
+        return False
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return True
+''',
+        "decides from the loss value (exactly 2 x epsilon)": '''
+import numpy as np
+import tensorflow as tf
+
+from helpers.denoiser import enhance
+from helpers.voicing_loss import EPSILON, cond_loop_voicing_loss
+
+
+def train_step_or_skip(model, optimizer, example):
+    with tf.GradientTape() as tape:
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
+                                      example.labels)
+    grads = tape.gradient(loss, model.trainable_variables)
+    if float(loss) <= float(np.float32(2 * EPSILON)):
+        return False
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return True
+''',
     },
     "helpers.exercises.voicing_loss:check_masked_log_distance": {
         "one where and an epsilon in the log": '''
@@ -513,7 +548,8 @@ def _checker(spec: str):
 
 
 # Checkers rewritten to the course conventions (issue 22) need three near misses; the others two.
-CONVERTED_CHECKERS = ("helpers.exercises.start_here:", "helpers.exercises.gru_state:")
+CONVERTED_CHECKERS = ("helpers.exercises.start_here:", "helpers.exercises.gru_state:",
+                      "helpers.exercises.voicing_loss:")
 
 
 def test_every_checker_has_alternatives_and_near_misses():
@@ -662,3 +698,29 @@ def test_delay_checker_names_the_reconnect_hacks_zero_gradient():
 
     result = check_delay(hack)
     assert not result.passed and "is zero" in result.message
+
+
+def test_skip_checker_accepts_catching_the_optimizers_error():
+    """Keras 3 raises before it changes anything when every gradient is None (FACTS.md):
+    iterations and Adam's moments stay, so catching that ValueError is a correct skip."""
+    solution = '''
+import tensorflow as tf
+
+from helpers.denoiser import enhance
+from helpers.voicing_loss import cond_loop_voicing_loss
+
+
+def train_step_or_skip(model, optimizer, example):
+    with tf.GradientTape() as tape:
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
+                                      example.labels)
+    grads = tape.gradient(loss, model.trainable_variables)
+    try:
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    except ValueError:
+        return False
+    return True
+'''
+    spec = "helpers.exercises.voicing_loss:check_train_step_or_skip"
+    result = _checker(spec)(_function(solution, "train_step_or_skip"))
+    assert result.passed, result
