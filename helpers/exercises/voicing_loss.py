@@ -17,7 +17,6 @@ from helpers.denoiser import make_conv_denoiser
 from helpers.exercises import CheckResult, run_check
 from helpers.training import snapshot
 
-
 QUIET_SCALE = 3e-7  # vowel_a at this scale: the question's loss equals the silent file's
 
 
