@@ -22,6 +22,8 @@ import numpy as np
 import soundfile as sf
 import tensorflow as tf
 
+from helpers.checks import check_choice
+
 SAMPLE_RATE = 16_000
 FRAME_LENGTH = 512  # 32 ms at 16 kHz
 HOP_LENGTH = 256  # 16 ms
@@ -41,10 +43,12 @@ class AudioError(ValueError):
 
 
 @_plain_python
-def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,)) -> None:
+def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,), *,
+                values: bool = True) -> None:
     """Raise ``AudioError`` unless ``audio`` is non-empty, finite, real audio of an allowed rank.
 
     ``ranks=(1,)`` means ``(samples,)``; ``(1, 2)`` also allows ``(batch, samples)``.
+    ``values=False`` checks only shape and dtype (a loss must still compute on NaN input).
     """
     shape = tuple(audio.shape) if hasattr(audio, "shape") else np.shape(audio)
     if len(shape) not in ranks:
@@ -58,7 +62,7 @@ def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,)) -> No
     if not dtype.is_floating:
         raise AudioError(f"{name} must be floating point in [-1, 1]; got dtype {dtype.name}. "
                          "Convert integer PCM with load_audio or divide by 32768.")
-    if tf.is_symbolic_tensor(audio):
+    if not values or tf.is_symbolic_tensor(audio):
         return  # inside tf.function: shape and dtype are checked, values exist only at run time
     values = audio.numpy() if hasattr(audio, "numpy") else np.asarray(audio)
     finite = np.isfinite(values)
@@ -143,7 +147,7 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
                          f"frame_length); got shape {tuple(frames.shape)}.")
     frame_length = int(frames.shape[-1])
     _check_frame_params(frame_length, hop_length)
-    if window == "hann":
+    if check_choice(window, ("hann", None), "window") == "hann":
         if hop_length > frame_length // 2:
             raise AudioError(f"hop_length {hop_length} leaves gaps for a Hann window of "
                              f"{frame_length}; use hop_length <= {frame_length // 2}.")
@@ -152,10 +156,8 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
         coverage = tf.signal.overlap_and_add(tf.tile(w[None, :], [tf.shape(frames)[-2], 1]),
                                              hop_length)
         audio = summed / tf.maximum(coverage, 1e-3)
-    elif window is None:
-        audio = tf.signal.overlap_and_add(frames, hop_length)
     else:
-        raise ValueError(f"window must be 'hann' or None, got {window!r}.")
+        audio = tf.signal.overlap_and_add(frames, hop_length)
     half = frame_length // 2
     audio = audio[..., half:]
     if length is not None:

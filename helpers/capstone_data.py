@@ -27,7 +27,7 @@ CAPSTONE_TRAIN_SECONDS = 1.5  # every training utterance has this length, so the
 CAPSTONE_HELD_BACK_SECONDS = 1.6
 # Two training talkers per 16 Hz band of talker f0 from 90 to 220 Hz (the range
 # random_utterance draws from), each with voiced, unvoiced and silent frames: a model trained
-# on low voices only fails on high ones (tests/test_capstone.py checks the coverage).
+# on low voices only fails on high ones (tests/test_capstone_data.py checks the coverage).
 CAPSTONE_TRAIN_SEEDS: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004, 1005, 1008, 1011, 1012,
                                          1025, 1029, 1031, 1032, 1034, 1048, 1050)
 CAPSTONE_HELD_BACK_SEEDS: tuple[int, ...] = (2006, 2007, 2010)  # each has all three kinds

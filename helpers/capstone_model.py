@@ -18,7 +18,7 @@ import tensorflow as tf
 from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, check_audio
 from helpers.capstone_data import CAPSTONE_DIR, capstone_manifest
 from helpers.capstone_recipe import check_loss_name, make_capstone_model, train_shipped
-from helpers.checks import check_int
+from helpers.checks import check_int, check_step_model
 from helpers.dataset import DATA_DIR
 from helpers.denoiser import enhance
 
@@ -88,9 +88,7 @@ def denoise(model: keras.Model, noisy: np.ndarray, sample_rate: int = SAMPLE_RAT
             ) -> np.ndarray:
     """Denoise one clip: ``noisy`` is 16 kHz mono float audio ``(samples,)``; returns the
     enhanced clip as float32 ``(samples,)``, the same length."""
-    if not isinstance(model, keras.Model) or len(model.inputs) != 2:
-        raise TypeError(f"model must be a step model from train_denoiser; got "
-                        f"{type(model).__name__}.")
+    check_step_model(model, "model", "helpers.capstone.train_denoiser()")
     if int(sample_rate) != SAMPLE_RATE:
         raise AudioError(f"noisy has sample rate {sample_rate} Hz; expected {SAMPLE_RATE} Hz. "
                          "Resample first (librosa.resample).")

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from helpers.audio import stft
 from helpers.capstone_data import capstone_training_set, extra_training_utterances, train_noise
-from helpers.checks import check_choice
+from helpers.checks import check_choice, check_int, is_int
 from helpers.denoiser import apply_masks, make_gru_floor_step_model
 from helpers.gradients import GradientReport, gradient_report
 from helpers.gru_state import unroll
@@ -145,12 +145,10 @@ def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_TRAIN_STEPS,
     make the offline recipe (``train_shipped``); the defaults are the notebook's live run. Same
     arguments, same weights on one machine."""
     check_loss_name(loss)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive integer; got {steps!r}.")
+    check_int(steps, "steps", 1)
     training = capstone_training_set()[:clips]
     size = len(training)
-    if isinstance(extra_utterances, bool) or not isinstance(extra_utterances, int) \
-            or extra_utterances % size:
+    if not is_int(extra_utterances) or extra_utterances % size:
         raise ValueError(f"extra_utterances must be a multiple of the batch size ({size}: they "
                          f"are trained in batches of that size); got {extra_utterances!r}.")
     training = training + extra_training_utterances(extra_utterances)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, TypeVar
 
+import keras
 import numpy as np
 
 T = TypeVar("T")
@@ -47,3 +48,15 @@ def check_choice(value: T, choices: Collection, name: str,
         raise error(f"{name} must be one of {', '.join(repr(c) for c in choices)}; "
                     f"got {value!r}.")
     return value
+
+
+def check_step_model(model: Any, name: str = "step_model", made_by: str =
+                     "helpers.denoiser.make_gru_step_model()") -> Any:
+    """``model``, if it is a Keras step model: two inputs ``[frame, state]`` and two outputs
+    ``[output_frame, next_state]``; else a ``TypeError`` naming what makes one."""
+    inputs = getattr(model, "inputs", None)
+    if not isinstance(model, keras.Model) or inputs is None or len(inputs) != 2:
+        raise TypeError(f"{name} must be a Keras model with two inputs, [frame, state], and two "
+                        f"outputs, [output_frame, next_state]; got {type(model).__name__}. "
+                        f"Build one with {made_by}.")
+    return model

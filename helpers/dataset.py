@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import SAMPLE_RATE, load_audio, num_frames, stft
+from helpers.checks import check_choice
 from helpers.labels import (
     FrameLabels,
     LabelError,
@@ -140,8 +141,7 @@ def clip_names() -> list[str]:
 def load_clip(name: str) -> Clip:
     """Load a clip by name (see ``clip_names()``), with its labels and clean reference."""
     entries = manifest()
-    if name not in entries:
-        raise KeyError(f"no clip named {name!r}; expected one of {', '.join(entries)}.")
+    check_choice(name, entries, "clip name", error=KeyError)
     entry = entries[name]
     audio, sample_rate = load_audio(DATA_DIR / entry["file"])
     if name == REAL_CLIP:

@@ -1,12 +1,10 @@
 """The models the course trains, named by architecture, and ``enhance``/``enhance_numpy``,
 which run any of them on a clip.
 
-* **The GRU step model** (the GRU question, notebooks 01, 02 and 06): a spectral-mask denoiser that
-  sees one STFT frame at a time. ``step_model([noisy_magnitude, previous_state]) ->
-  [mask, next_state]``: the frame's magnitude spectrum (``|helpers.audio.stft|``, 257 bins)
-  -> log magnitude -> one ``keras.layers.GRUCell`` step -> a mask in [0, 1] per bin. The mask
-  scales the noisy complex spectrum and ``helpers.audio.istft`` turns it back into audio:
-  windowed analysis, weighted overlap-add synthesis, the same STFT the losses and plots use.
+* **The GRU step model** (the GRU question, notebooks 01, 02 and 06): a spectral-mask
+  denoiser that sees one STFT frame at a time, ``[noisy_magnitude, previous_state] ->
+  [mask, next_state]`` (log magnitude, one ``GRUCell`` step, a mask in [0, 1] per bin). The
+  mask scales the noisy spectrum and ``helpers.audio.istft`` turns it back into audio;
   ``helpers.gru_state.unroll`` runs it over all frames.
 * **The conv denoiser** (notebooks 03 and 04): a tiny conv net on raw samples whose
   gradients the voicing-loss notebooks inspect.

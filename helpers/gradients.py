@@ -18,6 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from helpers.checks import check_choice
 from helpers.printing import norm_text
 
 Status = Literal["none", "zero", "nonfinite", "ok"]
@@ -258,8 +259,7 @@ def _as_list(items: Any, what: str) -> list[Any]:
 
 
 def _check_status(status: str) -> None:
-    if status not in STATUSES:
-        raise ValueError(f"status must be one of {STATUSES}, got {status!r}.")
+    check_choice(status, STATUSES, "status")
 
 
 def _shape_text(shape: tuple[int | None, ...]) -> str:

@@ -1,21 +1,17 @@
 """``unroll``: run a step model over every frame, threading its state correctly.
 
-A *step model* (the GRU question; ``helpers.denoiser.make_gru_step_model``) sees one frame and the
-previous state, and returns one output and the next state. Somebody has to call it once per
-frame and hand each step's state to the next. ``unroll`` does that, the way the tape needs:
+A *step model* (``helpers.denoiser.make_gru_step_model``) maps one frame and the previous
+state to one output and the next state. ``unroll`` calls it per frame, as the tape needs:
 
 * the state is threaded as **tensors** (never written into a ``tf.Variable``), so backprop
   reaches through every step back to the first;
-* eagerly it is a plain Python loop; inside ``tf.function`` it is a ``tf.while_loop`` whose
-  outputs are collected in a ``tf.TensorArray`` (a Python list cannot collect values from a
-  graph loop). Both give the same outputs, final state and gradients;
-* with ``chunk_size`` it runs chunk by chunk, carrying the state across chunk edges through
-  ``tf.stop_gradient``: truncated backprop through time, on purpose. The forward values are
-  exactly those of the full run; only the gradients are cut at the edges.
+* eagerly a plain Python loop; inside ``tf.function`` a ``tf.while_loop`` collecting into a
+  ``tf.TensorArray`` (a Python list cannot collect from a graph loop). Same results;
+* with ``chunk_size`` it carries the state across chunk edges through ``tf.stop_gradient``:
+  truncated backprop through time, on purpose (same forward values, gradients cut there).
 
-Beside it, the references it is checked against (``reference_loop``,
-``keras_rnn_reference``) and the question's own output helper, ``numpy_output_audio``, which
-leaves TensorFlow and so cuts the tape (notebooks 01 and 02).
+Beside it: the references it is checked against, and ``numpy_output_audio``, the GRU
+question's output helper, which leaves TensorFlow and so cuts the tape (notebooks 01, 02).
 """
 
 from __future__ import annotations
@@ -26,18 +22,19 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.audio import HOP_LENGTH
+from helpers.audio import HOP_LENGTH, hann_window
+from helpers.checks import check_int, check_step_model
 
 
 def state_size(step_model: keras.Model) -> int:
     """The size of the state the step model expects (its second input's last dimension)."""
-    _check_step_model(step_model)
+    check_step_model(step_model)
     return int(step_model.inputs[1].shape[-1])
 
 
 def frame_size(step_model: keras.Model) -> int:
     """The number of features per frame the step model expects (its first input)."""
-    _check_step_model(step_model)
+    check_step_model(step_model)
     return int(step_model.inputs[0].shape[-1])
 
 
@@ -66,9 +63,7 @@ def unroll(step_model: keras.Model, frames, initial_state=None, *, chunk_size: i
     frames, state = _checked_inputs(step_model, frames, initial_state)
     if chunk_size is None:
         return _unroll_span(step_model, frames, state, training)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
-            or chunk_size <= 0:
-        raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}.")
+    chunk_size = check_int(chunk_size, "chunk_size", 1)
     steps = frames.shape[1]
     if steps is None:
         raise ValueError("chunked unroll needs a time dimension known when tracing; got frames "
@@ -122,17 +117,8 @@ def _unroll_graph(step_model, frames, state, training):
     return tf.transpose(stacked, [1, 0, 2]), state
 
 
-def _check_step_model(step_model) -> None:
-    inputs = getattr(step_model, "inputs", None)
-    if not isinstance(step_model, keras.Model) or inputs is None or len(inputs) != 2:
-        raise TypeError("step_model must be a Keras model with two inputs, [frame, state], "
-                        f"and two outputs, [output_frame, next_state]; got "
-                        f"{type(step_model).__name__}. Build one with "
-                        "helpers.denoiser.make_gru_step_model().")
-
-
 def _checked_inputs(step_model, frames, initial_state):
-    _check_step_model(step_model)
+    check_step_model(step_model)
     frames = tf.convert_to_tensor(frames)
     if not frames.dtype.is_floating:
         raise ValueError(f"frames must be floating point; got dtype {frames.dtype.name}.")
@@ -209,7 +195,7 @@ def numpy_output_audio(masks_by_frame: Mapping[int, tf.Tensor], noisy_spectrum,
     """
     spectrum = np.asarray(noisy_spectrum)[0]
     frame_length = 2 * (spectrum.shape[-1] - 1)
-    window = np.hanning(frame_length + 1)[:-1]  # periodic Hann
+    window = hann_window(frame_length, tf.float64).numpy()
     buffer = np.zeros(frame_length + hop_length * (len(masks_by_frame) - 1))
     coverage = np.zeros_like(buffer)
     for t in range(len(masks_by_frame)):

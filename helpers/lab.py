@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import check_audio
-from helpers.checks import is_int
+from helpers.checks import check_choice, is_int
 from helpers.dataset import Clip, ClipExcerpt, clip_excerpt, make_example
 from helpers.denoiser import enhance, is_step_model, make_gru_step_model
 from helpers.gradients import GradientReport, gradient_report, gradients_of
@@ -59,8 +59,6 @@ CONTROL_NAMES = ("clip", "loss", "else_scale", "silence_weight", "mode", "policy
 ADAM_LEARNING_RATE = 1e-3  # notebook 04's
 ADAM_WARMUP_STEPS = 5  # "after 5 voiced steps", as in notebook 04
 
-
-# ------------------------------------------------------------------------ clips and losses
 
 
 def lab_examples(clips: Mapping[str, Any] | None = None) -> dict[str, Clip]:
@@ -153,8 +151,6 @@ def check_model(model: Any) -> keras.Model:
     return model
 
 
-# ------------------------------------------------------------------------- one setting
-
 
 @dataclass(frozen=True)
 class LabSetting:
@@ -188,13 +184,11 @@ def make_setting(clip: str, loss: str, mode: str = "eager", policy: str = "None"
     clip_names = LAB_CLIPS if clips is None else clips
     for value, options, what in ((clip, clip_names, "clip"), (loss, losses, "loss"),
                                  (mode, MODES, "mode"), (policy, POLICIES, "policy")):
-        if value not in options:
-            raise ValueError(f"{what} must be one of {list(options)}; got {value!r}.")
+        check_choice(value, options, what)
     knobs = loss_knobs(losses[loss])
     chosen = {"else_scale": else_scale, "silence_weight": silence_weight}
     for name, value in chosen.items():
-        if value not in KNOBS[name]:
-            raise ValueError(f"{name} must be one of {list(KNOBS[name])}; got {value!r}.")
+        check_choice(value, KNOBS[name], name)
     return LabSetting(clip, loss, mode, policy,
                       **{name: (value if name in knobs else None)
                          for name, value in chosen.items()})
@@ -263,9 +257,7 @@ def _loss_and_grads(model: keras.Model, example: Clip, loss_fn: Callable,
 def apply_policy(grads: list, variables: list, policy: str) -> list:
     """``zeros``: every ``None`` gradient becomes zeros of its variable's shape; ``None`` and
     ``skip`` keep the tape's gradients (skip acts on the update, not on the gradients)."""
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {list(POLICIES)}; got {policy!r}.")
-    if policy != "zeros":
+    if check_choice(policy, POLICIES, "policy") != "zeros":
         return list(grads)
     return [tf.zeros(v.shape, v.dtype) if g is None else g for g, v in zip(grads, variables)]
 
@@ -290,8 +282,6 @@ def _tensor_knobs(loss_fn: Callable) -> tuple[str, ...]:
     base = loss_fn.func if isinstance(loss_fn, partial) else loss_fn
     return ("else_scale",) if base is cond_loop_voicing_loss else ()
 
-
-# ---------------------------------------------------------------------- the computation
 
 
 class LabComputation:

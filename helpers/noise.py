@@ -10,10 +10,8 @@ the same samples on every run (NumPy/SciPy with seeded generators only). The fam
 * ``bursts``: white noise switched on and off in bursts of 50-300 ms (doors, clatter, typing);
 * ``babble``: four to six speech-like talkers (``random_utterance`` clips) talking at once.
 
-``random_utterance(seed, duration)`` makes the speech-like clips: vowels with random f0 and
-Peterson & Barney formants, fricatives and pauses, as ``helpers.synth`` segments. The capstone's
-utterances come from it too, so a speaker of the babble is never a training utterance as long
-as the seeds differ.
+``random_utterance(seed, duration)`` makes the speech-like clips (vowels, fricatives, pauses
+as ``helpers.synth`` segments); the capstone's utterances come from it too, with other seeds.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from helpers.audio import SAMPLE_RATE, AudioError, matched_pair
+from helpers.checks import check_choice, check_int
 from helpers.synth import Segment, synthesize
 
 NOISE_FAMILIES: dict[str, str] = {
@@ -46,10 +45,7 @@ FRICATIVE_RESONANCES: tuple[tuple[float, float], ...] = (
 
 
 def _check_length(num_samples: int) -> int:
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) \
-            or num_samples <= 0:
-        raise ValueError(f"num_samples must be a positive integer; got {num_samples!r}.")
-    return int(num_samples)
+    return check_int(num_samples, "num_samples", 1)
 
 
 def _unit_rms(x: np.ndarray) -> np.ndarray:
@@ -170,12 +166,8 @@ _MAKERS: dict[str, Callable[..., np.ndarray]] = {
 def make_noise(family: str, num_samples: int, seed: int, sample_rate: int = SAMPLE_RATE
                ) -> np.ndarray:
     """``num_samples`` of noise of one family (see ``NOISE_FAMILIES``), unit RMS, float32."""
-    if family not in _MAKERS:
-        raise ValueError(f"unknown noise family {family!r}; expected one of "
-                         f"{', '.join(NOISE_FAMILIES)}.")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an integer; got {seed!r}.")
-    return _MAKERS[family](num_samples, int(seed), sample_rate)
+    check_choice(family, NOISE_FAMILIES, "noise family")
+    return _MAKERS[family](num_samples, check_int(seed, "seed"), sample_rate)
 
 
 def mix(clean: np.ndarray, noise: np.ndarray, snr_db: float) -> np.ndarray:

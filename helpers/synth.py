@@ -18,6 +18,7 @@ import numpy as np
 from scipy import signal
 
 from helpers.audio import SAMPLE_RATE, AudioError
+from helpers.checks import check_choice
 
 SegmentKind = Literal["voiced", "unvoiced", "silent"]
 FADE_SECONDS = 0.010
@@ -36,8 +37,7 @@ class Segment:
     level: float = 0.1  # RMS of the segment before fades (0 for silence)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("voiced", "unvoiced", "silent"):
-            raise ValueError(f"kind must be 'voiced', 'unvoiced' or 'silent'; got {self.kind!r}.")
+        check_choice(self.kind, ("voiced", "unvoiced", "silent"), "kind")
         if self.duration <= 0:
             raise ValueError(f"segment duration must be positive; got {self.duration}.")
         if self.kind == "voiced" and not (self.f0 > 0 and 0 < self.f1 < self.f2):

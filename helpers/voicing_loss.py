@@ -1,33 +1,16 @@
-"""The voiced/unvoiced loss of the voicing-loss question: per-frame labels, harmonic and
-formant errors, the question's per-frame ``tf.cond`` / ``tf.while_loop`` version, and the
-masked, vectorised fix.
+"""The voiced/unvoiced loss of the voicing-loss question: harmonic and formant errors on STFT
+magnitudes, the question's per-frame ``tf.cond`` / ``tf.while_loop`` version
+(``cond_loop_voicing_loss``), and the masked, vectorised fix (``masked_voicing_loss``).
 
-Both losses have the same call shape, ``loss(reference, estimate, labels) -> scalar``:
-
-* ``reference`` and ``estimate`` are mono ``(samples,)`` audio (NumPy arrays, tensors or
-  ``tf.Variable``); the estimate is what the model produced, the reference what it should have;
-* ``labels`` is a ``helpers.labels.FrameLabels`` with one entry per centred frame of
-  ``helpers.audio.stft_magnitude`` (voiced / unvoiced / silent, f0, F1, F2).
-
-The two error terms, in TensorFlow ops on STFT magnitudes (so they are differentiable with
-respect to the estimate):
-
-* **harmonic error**: the magnitudes at the first ``NUM_HARMONICS`` harmonics of the
-  reference f0 (linear interpolation between bins), estimate against reference;
-* **formant error**: the mean energy in a band around F1 and around F2, estimate against
-  reference.
-
-Both compare *log-compressed* levels, ``0.5 * log(power + LOG_EPS**2)``. Its slope with
-respect to a magnitude ``m`` is ``m / (m**2 + LOG_EPS**2) <= 1 / (2 * LOG_EPS)``, so the
-gradient stays bounded on silent and near-silent frames (``log(where(M <= 0, eps, M))`` gives
-slopes near ``1 / M``, about 1e6 and more on near-silent input). The masked loss
-adds a third term on frames that are not voiced, the **reconstruction error**
-(``reconstruction_errors``), so that a file without speech still says what the model should
-output: the reference (silence, on a silent file).
-
-Labels come from ``helpers.labels`` (``helpers.dataset.load_clip`` gives every clip with
-its labels). They are Python-side constants (NumPy): to run a loss inside ``tf.function``,
-close over the labels (``as_tf_function(loss_fn, labels)`` does it).
+Both losses are called ``loss(reference, estimate, labels) -> scalar``: ``reference`` and
+``estimate`` are mono ``(samples,)`` audio (arrays, tensors or ``tf.Variable``), ``labels`` a
+``helpers.labels.FrameLabels`` with one entry per centred frame. The **harmonic error**
+compares the magnitudes at the first ``NUM_HARMONICS`` harmonics of the reference f0, the
+**formant error** the mean energy in a band around F1 and F2, both as log levels
+``0.5 * log(power + LOG_EPS**2)``, whose slope stays bounded on silent frames. The masked loss
+adds a **reconstruction error** on frames that are not voiced, so a file without speech still
+says what to output. Labels are NumPy constants: to run a loss inside ``tf.function``, close
+over them (``as_tf_function(loss_fn, labels)``).
 """
 
 from __future__ import annotations
@@ -43,6 +26,7 @@ from helpers.audio import (
     HOP_LENGTH,
     SAMPLE_RATE,
     AudioError,
+    check_audio,
     check_sample_rate,
     stft_magnitude,
 )
@@ -56,9 +40,7 @@ DEFAULT_SILENCE_WEIGHT = 1.0  # default weight of the term that covers silent an
 Compress = Callable[[tf.Tensor], tf.Tensor]
 
 
-# ---------------------------------------------------------------------------------------------
-# Log compression and the error terms (all frames at once, TensorFlow ops)
-# ---------------------------------------------------------------------------------------------
+# ------------------------ Log compression and the error terms (all frames at once, TensorFlow ops)
 
 def log_compress(power: tf.Tensor) -> tf.Tensor:
     """``0.5 * log(power + LOG_EPS**2)``: a log level with a bounded slope near silence.
@@ -138,9 +120,7 @@ def reconstruction_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor) -> 
     return log_compress(error_power) - float(np.log(LOG_EPS))
 
 
-# ---------------------------------------------------------------------------------------------
-# Which frames get which term: the question's look-ahead conditions
-# ---------------------------------------------------------------------------------------------
+# ------------------------------- Which frames get which term: the question's look-ahead conditions
 
 @dataclass(frozen=True)
 class VoicingMasks:
@@ -190,9 +170,7 @@ def voicing_masks(labels: FrameLabels) -> VoicingMasks:
     return VoicingMasks(harmonic, voiced_f | unvoiced_f, labels.voicing != Voicing.VOICED)
 
 
-# ---------------------------------------------------------------------------------------------
-# Input checks shared by both losses
-# ---------------------------------------------------------------------------------------------
+# -------------------------------------------------------------- Input checks shared by both losses
 
 def check_loss_inputs(reference, estimate, labels: FrameLabels,
                       sample_rate: int = SAMPLE_RATE) -> None:
@@ -205,16 +183,8 @@ def check_loss_inputs(reference, estimate, labels: FrameLabels,
                          f"{sample_rate} Hz.")
     shapes = {}
     for name, audio in (("reference", reference), ("estimate", estimate)):
-        shape = tuple(audio.shape) if hasattr(audio, "shape") else np.shape(audio)
-        if len(shape) != 1:
-            raise AudioError(f"{name} must have shape (samples,); got shape {shape}. Pass one "
-                             "clip at a time (loop or average over a batch), mono.")
-        if shape[0] == 0:
-            raise AudioError(f"{name} is empty; expected at least one sample.")
-        dtype = tf.as_dtype(audio.dtype) if hasattr(audio, "dtype") else tf.float64
-        if not dtype.is_floating:
-            raise AudioError(f"{name} must be floating point audio; got dtype {dtype.name}.")
-        shapes[name] = shape[0]
+        check_audio(audio, f"{name} (one clip at a time)", values=False)
+        shapes[name] = tuple(audio.shape)[0] if hasattr(audio, "shape") else len(audio)
     if shapes["reference"] is not None and shapes["estimate"] is not None \
             and shapes["reference"] != shapes["estimate"]:
         raise AudioError(f"reference has {shapes['reference']} samples but estimate has "
@@ -243,9 +213,7 @@ def magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
     return stft_magnitude(reference), stft_magnitude(estimate)
 
 
-# ---------------------------------------------------------------------------------------------
-# The question's loss: per-frame tf.cond inside tf.while_loop
-# ---------------------------------------------------------------------------------------------
+# ------------------------------------- The question's loss: per-frame tf.cond inside tf.while_loop
 
 def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
                            back_prop: bool | None = None, else_scale: float | None = None,
@@ -253,30 +221,40 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
                            sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
     """The question's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
     ``tf.cond`` whether the frame gets a harmonic and a formant error, and writes each frame's
-    error (or ``tf.zeros`` + epsilon) to a ``TensorArray``.
+    error (or ``tf.zeros`` + epsilon) to a ``TensorArray``. The question's fixes:
+    ``back_prop=True`` ("fix 3", the default anyway), ``else_scale=1e-10`` ("fix 1": the false
+    branches return ``reduce_mean(model_frame) * else_scale``) and ``logical_conditions=True``
+    ("fix 2": the ``tf.logical_*`` tensors instead of ``tf.cond(..., lambda: True, ...)``).
 
-    * ``back_prop=True`` passes the question's "fix 3" to ``tf.while_loop`` (it is the default).
-    * ``else_scale=1e-10`` is the question's "fix 1": the false branches return
-      ``reduce_mean(model_frame) * else_scale`` instead of ``tf.zeros``.
-    * ``logical_conditions=True`` is the question's "fix 2": the three conditions are the
-      ``tf.logical_*`` tensors themselves instead of ``tf.cond(..., lambda: True,
-      lambda: False)``. The error branches are unchanged.
-
-    Differences from the question's code, on purpose: the look-ahead reads ``speechs[i + 1]`` and
-    ``speechs[i + 2]``, and ``tf.logical_and`` evaluates both sides, so the question's
-    ``i < num_frames - 1`` does not stop the read past the end (TensorFlow raises an
-    out-of-bounds error on the last frame). The voicing is padded with two silent frames so the
-    reads stay in bounds (``pad_lookahead=False`` reads past the end, as the question's code does).
-    Unvoiced is ``Voicing.UNVOICED`` (2) where the question used 3. The question's ``flags`` (a
-    formant-tracker flag the course labels do not have) are left out, and f0 comes from the
-    labels instead of a per-frame pitch tracker.
+    On purpose, unlike the question's code: the voicing is padded with two silent frames so
+    the look-ahead reads ``speechs[i + 1]``, ``speechs[i + 2]`` stay in bounds
+    (``pad_lookahead=False`` reads past the end, and TensorFlow raises); unvoiced is
+    ``Voicing.UNVOICED`` (2, not 3); the ``flags`` are left out; f0 comes from the labels.
     """
+
     check_loss_inputs(reference, estimate, labels, sample_rate)
     ref_mag, est_mag = magnitudes(reference, estimate)
     return cond_loop_loss_on_magnitudes(ref_mag, est_mag, labels, back_prop=back_prop,
                                         else_scale=else_scale,
                                         logical_conditions=logical_conditions,
                                         pad_lookahead=pad_lookahead, sample_rate=sample_rate)
+
+
+def _else_value(model_frame: tf.Tensor, size: int, else_scale: float | None) -> tf.Tensor:
+    """A false branch's ``size`` values: zeros, or with the hack ``mean(frame) * else_scale``."""
+    if else_scale is None:
+        return tf.zeros((size,), dtype=tf.float32)
+    return tf.tile(tf.reduce_mean(model_frame, keepdims=True) * else_scale, [size])
+
+
+def _at(values: tf.Tensor, j) -> tf.Tensor:
+    """``values[j]``: ``tf.gather`` is the same read as the question's ``speechs[j]``, faster."""
+    return tf.gather(values, j)
+
+
+def _one(frame_values: tf.Tensor) -> tf.Tensor:
+    """A batch of one frame, for the all-frames error functions."""
+    return tf.expand_dims(frame_values, 0)
 
 
 def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
@@ -293,22 +271,6 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
     formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
     voiced, unvoiced = int(Voicing.VOICED), int(Voicing.UNVOICED)
 
-    def harmonic_else(model_frame):
-        if else_scale is None:
-            return tf.zeros((1,), dtype=tf.float32)
-        return tf.reduce_mean(model_frame, keepdims=True) * else_scale
-
-    def formant_else(model_frame):
-        if else_scale is None:
-            return tf.zeros((2,), dtype=tf.float32)
-        return tf.tile(tf.reduce_mean(model_frame, keepdims=True) * else_scale, [2])
-
-    def at(values, j):  # values[j]; tf.gather is the same read as the question's speechs[j], faster
-        return tf.gather(values, j)
-
-    def one(frame_values):  # a batch of one frame, for the all-frames error functions
-        return tf.expand_dims(frame_values, 0)
-
     def decide(condition):  # the question's code: tf.cond(condition, lambda: True, lambda: False)
         if logical_conditions:  # the answer's "fix 2": the tf.logical_* tensor itself
             return condition
@@ -316,29 +278,29 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
 
     def body(i, harmonic_errors_ta, formant_errors_ta):
         is_voiced_h = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
-                           tf.logical_and(tf.equal(at(speechs, i), voiced),
-                                          tf.equal(at(speechs, i + 1), voiced))))
+            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
+                           tf.logical_and(tf.equal(_at(speechs, i), voiced),
+                                          tf.equal(_at(speechs, i + 1), voiced))))
         is_voiced_f = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(at(speechs, i), voiced)),
-                           tf.logical_or(tf.equal(at(speechs, i + 1), voiced),
-                                         tf.equal(at(speechs, i + 2), voiced))))
+            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
+                           tf.logical_or(tf.equal(_at(speechs, i + 1), voiced),
+                                         tf.equal(_at(speechs, i + 2), voiced))))
         is_unvoiced_f = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 2, tf.equal(at(speechs, i), unvoiced)),
-                           tf.logical_or(tf.equal(at(speechs, i + 1), unvoiced),
-                                         tf.equal(at(speechs, i + 2), unvoiced))))
-        ref_frame, model_frame = at(ref_mag, i), at(est_mag, i)
+            tf.logical_and(tf.logical_and(i < num_frames - 2, tf.equal(_at(speechs, i), unvoiced)),
+                           tf.logical_or(tf.equal(_at(speechs, i + 1), unvoiced),
+                                         tf.equal(_at(speechs, i + 2), unvoiced))))
+        ref_frame, model_frame = _at(ref_mag, i), _at(est_mag, i)
         harmonic_error = tf.cond(
             is_voiced_h,
-            lambda: harmonic_errors(one(ref_frame), one(model_frame), one(at(f0, i)),
+            lambda: harmonic_errors(_one(ref_frame), _one(model_frame), _one(_at(f0, i)),
                                     sample_rate=sample_rate),
-            lambda: harmonic_else(model_frame)) + EPSILON
+            lambda: _else_value(model_frame, 1, else_scale)) + EPSILON
         formant_error = tf.cond(
             tf.logical_or(is_voiced_f, is_unvoiced_f),
-            lambda: tf.reshape(formant_errors(one(ref_frame), one(model_frame),
-                                              one(at(formants, i)), sample_rate=sample_rate),
+            lambda: tf.reshape(formant_errors(_one(ref_frame), _one(model_frame),
+                                              _one(_at(formants, i)), sample_rate=sample_rate),
                                (2,)),
-            lambda: formant_else(model_frame)) + EPSILON
+            lambda: _else_value(model_frame, 2, else_scale)) + EPSILON
         return (i + 1, harmonic_errors_ta.write(i, harmonic_error),
                 formant_errors_ta.write(i, formant_error))
 
@@ -350,9 +312,7 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
     return tf.reduce_mean(harmonic_ta.stack()) + tf.reduce_mean(formant_ta.stack())
 
 
-# ---------------------------------------------------------------------------------------------
-# The fix: every frame at once, masks, double where, and a term for silent frames
-# ---------------------------------------------------------------------------------------------
+# ----------------- The fix: every frame at once, masks, double where, and a term for silent frames
 
 def masked_voicing_loss(reference, estimate, labels: FrameLabels,
                         silence_weight: float = DEFAULT_SILENCE_WEIGHT,
@@ -411,9 +371,7 @@ def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: Fr
     return loss
 
 
-# ---------------------------------------------------------------------------------------------
-# Running a loss inside tf.function
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------- Running a loss inside tf.function
 
 LossFn = Callable[..., tf.Tensor]
 

@@ -1,6 +1,6 @@
-"""helpers.denoiser: the GRU spectral-mask step model, the waveform denoiser, ``apply_masks``,
-``enhance``/``denoise`` for both, and the claims notebooks 01 and 02 make about the seed's own
-loop (a ``tf.Variable`` state, the NumPy output helper ``numpy_output_audio``)."""
+"""helpers.denoiser: the GRU step model, the conv denoiser, ``apply_masks``, ``enhance`` and
+``enhance_numpy`` for both, and the claims notebooks 01 and 02 make about the GRU question's
+own loop (a ``tf.Variable`` state, the NumPy output helper ``numpy_output_audio``)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_step_model_shapes_and_variables():
     (4, 0, "bins must be an integer >= 2"),
     (4, False, "bins must be an integer >= 2"),
 ])
-def test_make_step_model_rejects_bad_sizes(units, bins, match):
+def test_make_gru_step_model_rejects_bad_sizes(units, bins, match):
     with pytest.raises(ValueError, match=match):
         make_gru_step_model(units=units, bins=bins)
 
@@ -278,7 +278,7 @@ def test_enhance_refuses_something_that_is_not_a_model():
 
 
 @pytest.fixture(scope="module")
-def seed_inputs():
+def question_inputs():
     """Six frames of a noisy clip: ``(noisy_spectrum (1, 6, 257), clean (1, 1280))``."""
     rng = np.random.default_rng(4)
     clean = (0.1 * rng.standard_normal((1, 5 * HOP_LENGTH))).astype(np.float32)
@@ -286,10 +286,10 @@ def seed_inputs():
     return stft(noisy), tf.constant(clean)
 
 
-def _seed_loop(model, noisy_spectrum, clean, *, state_in_variable=False, output="tf"):
+def _question_loop(model, noisy_spectrum, clean, *, state_in_variable=False, output="tf"):
     """The question's loop: masks collected in a dict by frame index, the state rebound as a
     tensor or written into a ``tf.Variable``, the audio made in TensorFlow (``apply_masks``)
-    or by the seed's NumPy helper (``numpy_output_audio``)."""
+    or by the question's NumPy helper (``numpy_output_audio``)."""
     magnitudes = tf.abs(noisy_spectrum)
     variable = tf.Variable(zero_state(model), trainable=False)
     with tf.GradientTape() as tape:
@@ -310,29 +310,29 @@ def _seed_loop(model, noisy_spectrum, clean, *, state_in_variable=False, output=
     return loss, enhanced, tape.gradient(loss, model.trainable_weights)
 
 
-def test_seed_output_audio_has_the_right_numbers_and_no_gradients(step_model, seed_inputs):
-    noisy_spectrum, clean = seed_inputs
-    np_loss, np_audio, np_grads = _seed_loop(step_model, noisy_spectrum, clean, output="numpy")
-    tf_loss, tf_audio, tf_grads = _seed_loop(step_model, noisy_spectrum, clean)
+def test_numpy_output_audio_has_the_right_numbers_and_no_gradients(step_model, question_inputs):
+    noisy_spectrum, clean = question_inputs
+    np_loss, np_audio, np_grads = _question_loop(step_model, noisy_spectrum, clean, output="numpy")
+    tf_loss, tf_audio, tf_grads = _question_loop(step_model, noisy_spectrum, clean)
     assert np_audio.shape == tf_audio.shape == clean.shape and np_audio.dtype == tf.float32
     assert max_abs_diff(np_audio, tf_audio) < 1e-6
     assert abs(float(np_loss) - float(tf_loss)) < 1e-5 * float(tf_loss)
     assert all(g is None for g in np_grads) and all(g is not None for g in tf_grads)
 
 
-def test_seed_output_audio_of_ones_gives_the_input_back(seed_inputs):
-    noisy_spectrum, clean = seed_inputs
+def test_numpy_output_audio_of_ones_gives_the_input_back(question_inputs):
+    noisy_spectrum, clean = question_inputs
     ones = {t: tf.ones((1, BINS)) for t in range(noisy_spectrum.shape[1])}
     noisy = apply_masks(tf.ones(noisy_spectrum.shape), noisy_spectrum, clean.shape[-1])
     assert max_abs_diff(numpy_output_audio(ones, noisy_spectrum, clean.shape[-1]), noisy) < 1e-6
 
 
-def test_variable_assign_truncates_silently(step_model, seed_inputs):
+def test_variable_assign_truncates_silently(step_model, question_inputs):
     """Notebook 01: with the state written into a tf.Variable, every gradient still exists,
     so nothing warns, but the GRU's gradients miss every path through the state."""
-    noisy_spectrum, clean = seed_inputs
-    full_loss, _, full = _seed_loop(step_model, noisy_spectrum, clean)
-    assigned_loss, _, assigned = _seed_loop(step_model, noisy_spectrum, clean,
+    noisy_spectrum, clean = question_inputs
+    full_loss, _, full = _question_loop(step_model, noisy_spectrum, clean)
+    assigned_loss, _, assigned = _question_loop(step_model, noisy_spectrum, clean,
                                             state_in_variable=True)
     assert float(assigned_loss) == float(full_loss)  # the forward pass is the same
     assert all(g is not None for g in assigned)

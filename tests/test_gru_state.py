@@ -1,6 +1,6 @@
 """helpers.gru_state: ``unroll`` (eager, tf.function, chunked) and the references it is checked
 against (``reference_loop``, ``keras_rnn_reference``), run over the step model of
-``helpers.denoiser`` on magnitude frames. The claims about the seed's own loop (a
+``helpers.denoiser`` on magnitude frames. The claims about the question's own loop (a
 ``tf.Variable`` state, a NumPy output helper) are in tests/test_denoiser.py."""
 
 from __future__ import annotations

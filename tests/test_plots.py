@@ -140,11 +140,15 @@ def test_real_gradients_plot():
     assert len(_artists(fig, status_gid("ok"))) == 1
 
 
-@pytest.mark.parametrize("bad", [[], "report", None])
-def test_bad_inputs(bad):
-    with pytest.raises((TypeError, ValueError)):
+@pytest.mark.parametrize("bad, history_error, history_match", [
+    ([], ValueError, "needs at least one report"),
+    ("report", TypeError, "expected a GradientReport .*got str"),
+    (None, ValueError, "needs at least one report"),
+])
+def test_bad_inputs(bad, history_error, history_match):
+    with pytest.raises(TypeError, match="expected a GradientReport from helpers.gradients"):
         plot_gradient_norms(bad)
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(history_error, match=history_match):
         plot_norm_history(bad if bad is not None else [])
 
 

@@ -1,6 +1,7 @@
 """helpers.reproducibility: the first cell of every notebook (make_deterministic, versions)."""
 
 import random
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -9,6 +10,8 @@ import tensorflow as tf
 import helpers  # noqa: F401
 from helpers.denoiser import make_gru_step_model
 from helpers.reproducibility import make_deterministic, versions
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _draws():
@@ -31,7 +34,9 @@ def test_make_deterministic_restarts_every_random_sequence():
 def test_versions_names_the_libraries_the_outputs_were_made_with():
     import librosa
 
-    text = versions()
-    assert text == (f"TensorFlow {tf.__version__}, Keras {keras.__version__}, "
-                    f"librosa {librosa.__version__}")
-    assert tf.__version__.startswith("2.21") and keras.__version__.startswith("3.15")
+    pins = dict(line.split("==", 1) for line in (ROOT / "requirements.txt").read_text().splitlines()
+                if line.split("==", 1)[0] in ("tensorflow", "keras", "librosa"))
+    assert versions() == (f"TensorFlow {pins['tensorflow']}, Keras {pins['keras']}, "
+                          f"librosa {pins['librosa']}")  # the pinned versions, as installed
+    assert (tf.__version__, keras.__version__, librosa.__version__) == (
+        pins["tensorflow"], pins["keras"], pins["librosa"])

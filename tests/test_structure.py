@@ -146,3 +146,12 @@ def test_one_clip_type():
     clip_types = [(module, name) for module, name in definitions(ast.ClassDef)
                   if name.endswith(("Clip", "Example", "Mixture"))]
     assert clip_types == [("dataset.py", "Clip")], clip_types
+
+
+def test_every_helper_module_has_its_test_file():
+    """``helpers/<module>.py`` is tested in ``tests/test_<module>.py``; the exercise checkers
+    (the ``helpers.exercises`` package) in ``tests/test_exercises.py``."""
+    modules = {p.stem for p in HELPERS.glob("*.py") if p.stem != "__init__"} | {"exercises"}
+    missing = sorted(m for m in modules - set(EXCLUDED)
+                     if not (ROOT / "tests" / f"test_{m}.py").exists())
+    assert not missing, f"helper modules without tests/test_<module>.py: {missing}"

@@ -1,4 +1,4 @@
-"""helpers.voicing_loss: masks, the seed's per-frame loss, the masked fix, and the claims
+"""helpers.voicing_loss: masks, the question's per-frame loss, the masked fix, and the claims
 notebooks 03 and 04 make about them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import tensorflow as tf
 from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, stft_magnitude
 from helpers.dataset import load_clip
 from helpers.denoiser import enhance_numpy
-from helpers.gradients import gradient_report
+from helpers.gradients import gradient_report, max_abs_diff
 from helpers.label_measurement import labels_from_audio
 from helpers.labels import FrameLabels, LabelError, Voicing
 from helpers.training import loss_and_gradients
@@ -209,7 +209,7 @@ def test_finite_gradients_on_near_silent_input(reference_kind, loss_name):
         loss = loss_fn(reference, estimate, labels)
     grad = tape.gradient(loss, estimate)
     assert np.isfinite(float(loss))
-    if grad is not None:  # the seed's loss on silence: None, which is the point of notebook 03
+    if grad is not None:  # the question's loss on silence: None, which is the point of notebook 03
         assert np.all(np.isfinite(grad.numpy()))
         # log_compress keeps the slope below 1 / (2 eps) per magnitude; nothing explodes
         assert float(tf.reduce_max(tf.abs(grad))) < 1e4
@@ -405,3 +405,35 @@ def test_as_tf_function_refuses_other_labels():
     assert np.isfinite(float(graph(audio, audio)))
     with pytest.raises(ValueError, match="other labels"):
         graph(audio, audio, _labels([V, V, S]))
+
+
+# ------------------------------------------------------------------- the answer's fix 2
+# Fix 2 (``logical_conditions=True``: the ``tf.logical_*`` tensors instead of
+# ``tf.cond(..., lambda: True, lambda: False)``) must change nothing but the control flow.
+
+def _noise_audio(labels: FrameLabels, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (0.1 * rng.standard_normal((labels.num_frames - 1) * HOP_LENGTH)).astype(np.float32)
+
+
+def _loss_and_grad(labels, reference, estimate, **options):
+    estimate = tf.Variable(estimate)
+    with tf.GradientTape() as tape:
+        loss = cond_loop_voicing_loss(reference, estimate, labels, **options)
+    return float(loss), tape.gradient(loss, estimate)
+
+
+def test_fix_2_gives_the_questions_loss_and_gradients_on_speech():
+    labels = _labels([S, V, V, V, U, U, U, V, V, S])
+    reference, estimate = _noise_audio(labels, 1), _noise_audio(labels, 2)
+    question_loss, question_grad = _loss_and_grad(labels, reference, estimate)
+    fix_loss, fix_grad = _loss_and_grad(labels, reference, estimate, logical_conditions=True)
+    assert fix_loss == question_loss and question_grad is not None and fix_grad is not None
+    assert max_abs_diff(fix_grad, question_grad) == 0
+
+
+def test_fix_2_still_gives_none_on_silence():
+    labels = _labels([S] * 6)
+    loss, grad = _loss_and_grad(labels, _noise_audio(labels, 3), _noise_audio(labels, 4),
+                                logical_conditions=True)
+    assert grad is None and abs(loss - 2 * EPSILON) < 1e-12

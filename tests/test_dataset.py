@@ -1,5 +1,5 @@
-"""data/ and helpers.dataset: the synthesizer, the labels, the manifest, the real clip, and the
-pieces of clips the notebooks train on (crop, excerpt, Clip, batch_of, noisy_crops)."""
+"""data/ and helpers.dataset: the manifest, every clip and the real clip, and the pieces of
+clips the notebooks train on (crop, excerpt, make_example, batch_of, noisy_crops)."""
 
 import importlib.util
 import json
@@ -9,14 +9,12 @@ import librosa
 import numpy as np
 import pytest
 import tensorflow as tf
-from scipy import signal
 
 import helpers  # noqa: F401
 from helpers.audio import (
     FRAME_LENGTH,
     HOP_LENGTH,
     SAMPLE_RATE,
-    AudioError,
     istft,
     snr_db,
     stft,
@@ -39,16 +37,10 @@ from helpers.dataset import (
     sha256,
 )
 from helpers.gradients import max_abs_diff
-from helpers.label_measurement import labels_from_audio, pitch_track
+from helpers.label_measurement import labels_from_audio
 from helpers.labels import (
-    FrameLabels,
     LabelError,
-    Voicing,
-    labels_from_alignment,
-    labels_from_segments,
-    read_phone_alignment,
 )
-from helpers.synth import Segment, add_noise, fricative, silence, synthesize, vowel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,13 +53,6 @@ def test_make_data_reproduces_every_file_bit_for_bit(tmp_path):
     rebuilt = make_data.build(tmp_path, DATA_DIR / "cmu_arctic")
     committed = json.loads((DATA_DIR / "manifest.json").read_text())
     assert make_data.manifest_text(rebuilt) == make_data.manifest_text(committed)
-
-
-def test_synthesizer_is_deterministic_and_seed_sensitive():
-    segments = [vowel("a", 120, 0.2), fricative("s", 0.1)]
-    a, b = synthesize(segments, seed=7), synthesize(segments, seed=7)
-    assert a.tobytes() == b.tobytes()
-    assert synthesize(segments, seed=8).tobytes() != a.tobytes()
 
 
 def test_manifest_lists_every_file_with_matching_hash():
@@ -125,56 +110,6 @@ def test_silence_clip_is_exact_zeros():
     assert not clip.audio.any() and clip.labels.silent.all()
 
 
-@pytest.fixture(scope="module")
-def vowel_clips():
-    return {name: load_clip(f"vowel_{name}") for name in "aiu"}
-
-
-@pytest.mark.parametrize("name", "aiu")
-def test_pyin_recovers_the_synthetic_f0_within_2_percent(vowel_clips, name):
-    clip = vowel_clips[name]
-    f0, voiced = pitch_track(clip.audio)
-    true_f0 = clip.labels.f0[0]
-    assert voiced.mean() > 0.9
-    assert np.max(np.abs(f0[voiced] / true_f0 - 1)) < 0.02
-
-
-@pytest.mark.parametrize("name", "aiu")
-def test_spectral_envelope_peaks_near_f1(vowel_clips, name):
-    clip = vowel_clips[name]
-    middle = clip.audio[4000:4000 + 1024].astype(np.float64) * np.hamming(1024)
-    coefficients = librosa.lpc(middle, order=18)
-    freqs, response = signal.freqz([1.0], coefficients, worN=4096, fs=SAMPLE_RATE)
-    envelope = 20 * np.log10(np.abs(response))
-    peaks, _ = signal.find_peaks(envelope)
-    first_peak = freqs[peaks[0]]
-    assert first_peak == pytest.approx(clip.labels.f1[0], rel=0.10)
-
-
-def test_labels_by_construction_follow_frame_centres():
-    segments = [silence(0.1), vowel("i", 140, 0.2), fricative("s", 0.1)]
-    labels = labels_from_segments(segments)
-    centres = np.arange(labels.num_frames) * HOP_LENGTH / SAMPLE_RATE
-    expected = np.where(centres < 0.1, Voicing.SILENT,
-                        np.where(centres < 0.3, Voicing.VOICED, Voicing.UNVOICED))
-    np.testing.assert_array_equal(labels.voicing, expected)
-    assert set(labels.f0[labels.voiced]) == {140.0} and not labels.f0[~labels.voiced].any()
-    assert set(labels.f1[labels.voiced]) == {270.0}
-
-
-def test_real_clip_labels_follow_its_phone_alignment():
-    clip = load_clip(REAL_CLIP)
-    alignment = read_phone_alignment(DATA_DIR / "cmu_arctic" / f"{REAL_CLIP}_phone.lab")
-    assert alignment[0] == (0.0, 0.13, "sil") and alignment[-1][2] == "sil"
-    times = clip.labels.frame_times()
-    assert clip.labels.silent[times < 0.13].all()
-    assert clip.labels.silent[times >= alignment[-1][0]].all()
-    counts = clip.labels.counts()
-    assert counts["voiced"] > 50 and counts["unvoiced"] > 20
-    voiced_f0 = clip.labels.f0[clip.labels.voiced]
-    assert 70 < np.median(voiced_f0) < 200  # an adult male voice
-
-
 def test_absolute_silence_threshold_where_effects_split_fails():
     zeros = np.zeros(8000, dtype=np.float32)
     # librosa's default ref=np.max calls an all-zero file one long non-silent interval ...
@@ -183,89 +118,14 @@ def test_absolute_silence_threshold_where_effects_split_fails():
     assert labels_from_audio(zeros).silent.all()
 
 
-def test_frame_labels_validate_themselves():
-    with pytest.raises(LabelError, match="one length"):
-        FrameLabels(np.zeros(3), np.zeros(2), np.zeros(3), np.zeros(3))
-    with pytest.raises(LabelError, match="f0 > 0"):
-        FrameLabels(np.array([1, 1]), np.array([100.0, 0.0]), np.zeros(2), np.zeros(2))
-    with pytest.raises(LabelError, match="0 \\(silent\\)"):
-        FrameLabels(np.array([3]), np.zeros(1), np.zeros(1), np.zeros(1))
-
-
-def test_labels_that_do_not_fit_the_audio_are_refused():
-    labels = load_clip("vowel_a").labels
-    with pytest.raises(LabelError, match="63 frames but audio of 8000 samples has 32"):
-        labels.check_fits(8000)
-    with pytest.raises(LabelError, match="22050 Hz"):
-        labels.check_fits(16000, sample_rate=22050)
-
-
-def test_alignment_of_another_clip_is_refused():
-    alignment = read_phone_alignment(DATA_DIR / "cmu_arctic" / f"{REAL_CLIP}_phone.lab")
-    n = 16000
-    frames = 1 + n // HOP_LENGTH
-    with pytest.raises(LabelError, match="expected the alignment of this clip"):
-        labels_from_alignment(alignment, n, np.zeros(frames), np.zeros(frames), np.zeros(frames))
-    with pytest.raises(LabelError, match="f0 track has shape"):
-        labels_from_alignment(alignment, n, np.zeros(3), np.zeros(frames), np.zeros(frames))
-
-
-def test_bad_alignment_file(tmp_path):
-    bad = tmp_path / "bad.lab"
-    bad.write_text("0 100 nonsense\n")
-    with pytest.raises(LabelError, match="bad.lab:1"):
-        read_phone_alignment(bad)
-
-
-def test_bad_segments_and_audio():
-    with pytest.raises(ValueError, match="f0 > 0"):
-        Segment("voiced", 0.1, f0=0.0, f1=500, f2=1500)
-    with pytest.raises(ValueError, match="positive"):
-        silence(0.0)
-    with pytest.raises(AudioError, match="at least one segment"):
-        synthesize([], seed=0)
-    with pytest.raises(AudioError, match="expected 16000 Hz"):
-        labels_from_audio(np.ones(2000, np.float32) * 0.1, sample_rate=8000)
-    with pytest.raises(AudioError, match="all NaN"):
-        labels_from_audio(np.full(2000, np.nan, np.float32))
-    with pytest.raises(AudioError, match="at least 512"):
-        labels_from_audio(np.ones(100, np.float32) * 0.1)
-
-
 def test_load_clip_unknown_name():
-    with pytest.raises(KeyError, match="expected one of"):
+    with pytest.raises(KeyError, match="clip name must be one of .vowel_a."):
         load_clip("vowel_x")
 
 
 def test_manifest_is_valid_json_with_generator():
     data = json.loads((DATA_DIR / "manifest.json").read_text())
     assert data["generator"] == "scripts/make_data.py"
-
-
-def test_labels_slice_keeps_frames_and_refuses_bad_ranges():
-    labels = load_clip("utterance_1").labels
-    part = labels.slice(10, 20)
-    assert part.num_frames == 10 and part.sample_rate == labels.sample_rate
-    np.testing.assert_array_equal(part.voicing, labels.voicing[10:20])
-    np.testing.assert_array_equal(part.f0, labels.f0[10:20])
-    with pytest.raises(LabelError, match="not inside"):
-        labels.slice(20, 10)
-    with pytest.raises(LabelError, match="not inside"):
-        labels.slice(0, labels.num_frames + 1)
-
-
-def test_add_noise_sets_the_snr_exactly_and_is_seeded():
-    clean = load_clip("utterance_1").clean
-    noisy = add_noise(clean, 5.0, seed=1)
-    assert noisy.dtype == np.float32 and noisy.shape == clean.shape
-    assert snr_db(clean, noisy) == pytest.approx(5.0, abs=1e-3)
-    assert add_noise(clean, 5.0, seed=1).tobytes() == noisy.tobytes()
-    assert add_noise(clean, 5.0, seed=2).tobytes() != noisy.tobytes()
-    with pytest.raises(AudioError, match="silent clip"):
-        add_noise(np.zeros(100, np.float32), 5.0, seed=1)
-
-
-# --- pieces of clips: crop, excerpt, Clip ---------------------------------------------------
 
 
 def test_crop_keeps_audio_clean_and_labels_together():
@@ -334,9 +194,6 @@ def test_make_example_refuses_labels_of_another_length():
         make_example("x", reference[:-HOP_LENGTH], labels)
 
 
-# --- batches for the GRU denoiser: batch_of, noisy_crops ---------------------------------------
-
-
 def test_batch_of_gives_the_noisy_stft_and_the_clean_audio():
     clips = [crop(load_clip(n), 0.75) for n in ("utterance_1_snr5", "utterance_1_snr15")]
     noisy, clean = batch_of(clips)
@@ -382,4 +239,3 @@ def test_noisy_crops_refuse_a_window_outside_the_clips(samples):
     clips = [load_clip("utterance_1_snr5")]
     with pytest.raises(ValueError, match="samples must be in 1.."):
         noisy_crops(clips, samples, np.random.default_rng(0))
-

@@ -1,0 +1,38 @@
+"""helpers.capstone_evaluation: the checks notebook 06 asserts, and that the question's loss
+fails them."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import capstone
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {"question-loss model": capstone.train_denoiser("seed"),
+            "masked-loss model": capstone.train_denoiser("masked")}
+
+
+@pytest.fixture(scope="module")
+def comparison(models):
+    return capstone.compare(models, classical=False)  # the models' checks; 06 runs the rest
+
+
+def test_the_question_loss_fails_the_silent_gradient_check_the_masked_loss_passes():
+    assert capstone.silent_gradient_norm("seed") == 0.0  # zeros inside tf.function
+    assert capstone.silent_gradient_norm("masked") > 0.0
+
+
+def test_the_question_loss_model_fails_the_quiet_on_silence_check(comparison):
+    # 06 asserts the masked-loss model is >= 6 dB quieter on held-back silence than the
+    # question-loss model, and that it is at least QUIET_ON_SILENCE_DB below its input there;
+    # the question-loss model, put through the same check, fails it.
+    assert capstone.quieter_on_silence_db(comparison, "masked-loss model") >= 6.0
+    assert capstone.quiet_on_silence(comparison, "masked-loss model")
+    assert not capstone.quiet_on_silence(comparison, "question-loss model")
+
+
+def test_the_question_loss_model_fails_the_beats_the_input_check(comparison):
+    assert capstone.beats_input(comparison, "masked-loss model")
+    assert not capstone.beats_input(comparison, "question-loss model")

@@ -1,0 +1,75 @@
+"""helpers.capstone_model: the shipped weights (checked by SHA-256), train_denoiser and
+denoise, and their bad arguments."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from helpers import capstone
+from helpers.audio import AudioError
+from helpers.capstone_data import (
+    capstone_manifest,
+    held_back_mixtures,
+)
+from helpers.dataset import DATA_DIR
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {"question-loss model": capstone.train_denoiser("seed"),
+            "masked-loss model": capstone.train_denoiser("masked")}
+
+
+def test_train_denoiser_loads_both_shipped_models_checked_by_sha256(models):
+    digests = capstone_manifest()["weights"]["sha256"]
+    for loss in capstone.LOSSES:
+        path = capstone.weights_path(loss)
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digests[path.name]
+    a, b = models["question-loss model"], models["masked-loss model"]
+    assert not np.array_equal(a.get_weights()[0], b.get_weights()[0])
+
+
+def test_denoise_keeps_the_length_and_refuses_bad_input(models):
+    model = models["masked-loss model"]
+    noisy = held_back_mixtures()[0].audio
+    for n in (256, 1001, len(noisy)):
+        out = capstone.denoise(model, noisy[:n])
+        assert out.shape == (n,) and out.dtype == np.float32 and np.isfinite(out).all()
+    with pytest.raises(AudioError, match=r"\(samples,\)"):
+        capstone.denoise(model, np.stack([noisy, noisy]))
+    with pytest.raises(AudioError, match="floating point"):
+        capstone.denoise(model, (noisy * 1000).astype(np.int16))
+    with pytest.raises(AudioError, match="NaN"):
+        capstone.denoise(model, np.full(1000, np.nan, np.float32))
+    with pytest.raises(AudioError, match="expected 16000 Hz"):
+        capstone.denoise(model, noisy, sample_rate=8000)
+    with pytest.raises(AudioError, match="at least 256"):
+        capstone.denoise(model, noisy[:100])
+    with pytest.raises(TypeError, match="model must be a Keras model with two inputs"):
+        capstone.denoise("model", noisy)
+
+
+def test_train_denoiser_bad_arguments():
+    with pytest.raises(ValueError, match="loss must be one of 'masked', 'seed'"):
+        capstone.train_denoiser("mse")
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        capstone.train_denoiser("masked", seed=0.5)
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        capstone.train("masked", steps=0)
+    # extra utterances come in batches of the training set's size: a remainder would be
+    # dropped without a word
+    with pytest.raises(ValueError, match=r"multiple of the batch size \(16"):
+        capstone.train("masked", steps=1, extra_utterances=10)
+    with pytest.raises(ValueError, match=r"multiple of the batch size \(2"):
+        capstone.train("masked", steps=1, clips=2, extra_utterances=3)
+
+
+def test_the_shipped_weight_files_are_the_manifests_and_small():
+    shipped = {p.name for p in (DATA_DIR / "capstone").glob("*.weights.npz")}
+    hashed = set(capstone_manifest()["weights"]["sha256"])
+    named = {capstone.weights_path(loss).name for loss in capstone.LOSSES}
+    assert shipped == hashed == named and len(shipped) == 2
+    assert all((DATA_DIR / "capstone" / name).stat().st_size < 300_000 for name in shipped)
