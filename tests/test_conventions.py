@@ -30,17 +30,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CONVERTED = ["00_start_here", "01_gru_state_reproduce", "02_gru_state_fix",
-             "03_voicing_loss_reproduce"]
+             "03_voicing_loss_reproduce", "04_voicing_loss_fix"]
 # (visible code lines, prose words, minutes) at most, per converted notebook (issue 22).
 LIMITS = {
     "00_start_here": (60, 900, 45),
     "01_gru_state_reproduce": (130, 1500, 45),
     "02_gru_state_fix": (110, 1000, 45),
     "03_voicing_loss_reproduce": (110, 1600, 45),  # issue 23
+    "04_voicing_loss_fix": (170, 1700, 60),
 }
+# At most this many helper names imported where a learner reads them (issue 23): every code
+# cell except the standard first cell (make_deterministic, versions), proof cells and the
+# exercise's own cells.
+HELPER_NAMES = {"04_voicing_loss_fix": 6}
 # At least this many Predict prompts: one before each experiment whose result is the lesson.
 PREDICTIONS = {"00_start_here": 2, "01_gru_state_reproduce": 7, "02_gru_state_fix": 5,
-               "03_voicing_loss_reproduce": 5}
+               "03_voicing_loss_reproduce": 5, "04_voicing_loss_fix": 5}
 # Each demonstration once in the course: an output text, and how many converted notebooks
 # may show it (later notebooks refer back instead).
 SHOWN_ONCE = {
@@ -178,6 +183,29 @@ def test_code_prose_and_minutes_within_the_limits(stem):
     assert measured.code_lines <= code, f"{stem}: {measured.code_lines} visible code lines"
     assert measured.words <= words, f"{stem}: {measured.words} words of prose"
     assert measured.total <= total, f"{stem}: {measured.total:.0f} minutes"
+
+
+def helper_names_imported(cells: list[dict]) -> list[str]:
+    """The names a notebook's learner-facing code cells import from ``helpers``."""
+    code = [cell for cell in cells if cell["cell_type"] == "code"]
+    names = []
+    for index, cell in enumerate(code[1:], start=1):  # code[0]: the standard first cell
+        if minutes.is_proof(cell) or cell.get("metadata", {}).get("exercise") \
+                or code[index - 1].get("metadata", {}).get("exercise"):
+            continue
+        for node in ast.walk(ast.parse(_source(cell))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
+                names += [alias.asname or alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names += [alias.asname or alias.name for alias in node.names
+                          if alias.name.startswith("helpers")]
+    return names
+
+
+@pytest.mark.parametrize("stem", sorted(HELPER_NAMES))
+def test_few_helper_names_in_learner_cells(stem):
+    names = helper_names_imported(_cells(_path(stem)))
+    assert len(names) <= HELPER_NAMES[stem], f"{stem} imports {len(names)} helper names: {names}"
 
 
 # --------------------------------------------------------------------------- words

@@ -431,6 +431,26 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     count = tf.reduce_sum(tf.cast(mask, tf.float32))
     return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / count
 ''',
+        "boolean_mask and a tf.cond that returns a constant without frames": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    reference = tf.boolean_mask(reference_mag, mask)
+    estimate = tf.boolean_mask(estimate_mag, mask)
+    per_frame = tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)), -1)
+    return tf.cond(tf.size(per_frame) > 0, lambda: tf.reduce_mean(per_frame),
+                   lambda: tf.constant(0.0))
+''',
+        "boolean_mask and reduce_mean without a guard": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    reference = tf.boolean_mask(reference_mag, mask)
+    estimate = tf.boolean_mask(estimate_mag, mask)
+    return tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)))
+''',
         "multiplies by a 0/1 mask": '''
 import tensorflow as tf
 
@@ -724,3 +744,62 @@ def train_step_or_skip(model, optimizer, example):
     spec = "helpers.exercises.voicing_loss:check_train_step_or_skip"
     result = _checker(spec)(_function(solution, "train_step_or_skip"))
     assert result.passed, result
+
+
+# The common correct shapes of 4.1 pass, and the wrong ones are told their real fault.
+MASKED_LOG_DISTANCE_SHAPES = {  # the unused 0 / 0 is NaN, but the mask's where zeroes it
+    "double where, the 0 / 0 avoided by a where": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    rows = mask[:, None]
+    log_ratio = (tf.math.log(tf.where(rows, estimate_mag, 1.0))
+                 - tf.math.log(tf.where(rows, reference_mag, 1.0)))
+    per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    total = tf.reduce_sum(tf.where(mask, per_frame, 0.0))
+    return tf.where(count > 0, total / count, 0.0)
+''',
+    "boolean_mask and divide_no_nan": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    per_frame = tf.reduce_mean(tf.square(tf.math.log(tf.boolean_mask(estimate_mag, mask))
+                                         - tf.math.log(tf.boolean_mask(reference_mag, mask))), -1)
+    count = tf.cast(tf.size(per_frame), tf.float32)
+    return tf.math.divide_no_nan(tf.reduce_sum(per_frame), count)
+''',
+    "boolean_mask and a tf.cond whose empty branch stays connected": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    per_frame = tf.reduce_mean(tf.square(tf.math.log(tf.boolean_mask(estimate_mag, mask))
+                                         - tf.math.log(tf.boolean_mask(reference_mag, mask))), -1)
+    return tf.cond(tf.size(per_frame) > 0, lambda: tf.reduce_mean(per_frame),
+                   lambda: 0.0 * tf.reduce_sum(estimate_mag))
+''',
+}
+MASKED_LOG_DISTANCE_FAULTS = {
+    "boolean_mask and a tf.cond that returns a constant without frames": "is None: with no frame",
+    "boolean_mask and reduce_mean without a guard": "the average is 0 / 0",
+    "double where, but 0 / 0 without frames": "the average is 0 / 0",
+    "one where and an epsilon in the log": "changes the distance of quiet frames",
+    "multiplies by a 0/1 mask": "0 x inf = NaN",
+}
+
+
+@pytest.mark.parametrize("label", sorted(MASKED_LOG_DISTANCE_SHAPES))
+def test_masked_log_distance_accepts_the_common_correct_shapes(label):
+    spec = "helpers.exercises.voicing_loss:check_masked_log_distance"
+    result = _checker(spec)(_function(MASKED_LOG_DISTANCE_SHAPES[label], "masked_log_distance"))
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("label", sorted(MASKED_LOG_DISTANCE_FAULTS))
+def test_masked_log_distance_names_the_real_fault(label):
+    spec = "helpers.exercises.voicing_loss:check_masked_log_distance"
+    result = _checker(spec)(_function(NEAR_MISSES[spec][label], "masked_log_distance"))
+    assert not result.passed and MASKED_LOG_DISTANCE_FAULTS[label] in result.message, result

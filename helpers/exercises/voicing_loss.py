@@ -127,15 +127,40 @@ def check_masked_log_distance(function) -> CheckResult:
             expected = _reference_distance(ref, est, mask)
             value = float(value)
             if not np.isfinite(value) or abs(value - expected) > 1e-4 * max(1.0, abs(expected)):
-                return False, f"case '{name}': the value is {value:.5g}; expected {expected:.5g}."
+                fault = ""
+                if "quiet" in name and np.isfinite(value):
+                    fault = (" A floor or an epsilon inside the log changes the distance of "
+                             "quiet frames; the exercise asks for the plain log.")
+                elif not mask.any():
+                    fault = " With no frame selected, the average is 0 / 0."
+                elif not np.isfinite(value):
+                    fault = (" The value itself is not finite: the log of a zero magnitude "
+                             "outside the mask is -inf, and a 0/1 mask multiplies it "
+                             "(0 x inf = NaN).")
+                return False, (f"case '{name}': the value is {value:.5g}; expected "
+                               f"{expected:.5g}.{fault}")
+            if grad is None and not mask.any():
+                return False, (f"case '{name}': the value is right, but its gradient with "
+                               "respect to estimate_mag is None: with no frame selected your "
+                               "function returns a constant that does not depend on the "
+                               "estimate (a tf.cond or an if that picks a constant branch). A "
+                               "loss built from it gives all-None gradients on a file without "
+                               "speech, notebook 03's error. Return a result still computed "
+                               "from estimate_mag.")
             if grad is None:
                 return False, (f"case '{name}': the gradient with respect to estimate_mag is "
-                               "None; compute the distance from estimate_mag with TensorFlow ops.")
+                               "None; compute the distance from estimate_mag with TensorFlow "
+                               "ops (no NumPy, no .numpy()).")
             grad = grad.numpy()
             if not np.all(np.isfinite(grad)):
                 bad = sorted({int(i) for i in np.argwhere(~np.isfinite(grad))[:, 0]})
+                cause = (" Nothing is selected, so the average divides 0 by 0; a NaN in a "
+                         "branch that tf.where throws away still reaches the gradient."
+                         if not mask.any() else
+                         " The log of a zero magnitude outside the mask has an infinite slope, "
+                         "and tf.where passes 0 x inf = NaN back to it.")
                 return False, (f"case '{name}': the gradient is NaN/inf on frames {bad} "
-                               f"(mask = {mask.astype(int).tolist()}).")
+                               f"(mask = {mask.astype(int).tolist()}).{cause}")
             if np.any(grad[~mask] != 0):
                 return False, f"case '{name}': frames outside the mask get a non-zero gradient."
         return True, ("finite gradients with zero magnitudes outside the mask, and 0.0 for a "
@@ -145,5 +170,6 @@ def check_masked_log_distance(function) -> CheckResult:
                      hint="Two traps, both outside the mask. tf.where picks values, but the "
                           "gradient still flows back through both of its inputs, and the slope of "
                           "a log at zero is infinite. And a file without speech selects no frame "
-                          "at all: what is an average over nothing? An epsilon inside the log is "
-                          "not the way out: it changes the value of quiet frames.")
+                          "at all: what is an average over nothing, and is your answer then still "
+                          "connected to the estimate? A floor inside the log is not the way out: "
+                          "it changes the value of quiet frames.")
