@@ -30,7 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CONVERTED = ["00_start_here", "01_gru_state_reproduce", "02_gru_state_fix",
-             "03_voicing_loss_reproduce", "04_voicing_loss_fix"]
+             "03_voicing_loss_reproduce", "04_voicing_loss_fix", "05_field_guide"]
 # (visible code lines, prose words, minutes) at most, per converted notebook (issue 22).
 LIMITS = {
     "00_start_here": (60, 900, 45),
@@ -38,6 +38,7 @@ LIMITS = {
     "02_gru_state_fix": (110, 1000, 45),
     "03_voicing_loss_reproduce": (110, 1600, 45),  # issue 23
     "04_voicing_loss_fix": (170, 1700, 60),
+    "05_field_guide": (300, 2800, 60),
 }
 # At most this many helper names imported where a learner reads them (issue 23): every code
 # cell except the standard first cell (make_deterministic, versions), proof cells and the
@@ -45,7 +46,8 @@ LIMITS = {
 HELPER_NAMES = {"04_voicing_loss_fix": 6}
 # At least this many Predict prompts: one before each experiment whose result is the lesson.
 PREDICTIONS = {"00_start_here": 2, "01_gru_state_reproduce": 7, "02_gru_state_fix": 5,
-               "03_voicing_loss_reproduce": 5, "04_voicing_loss_fix": 5}
+               "03_voicing_loss_reproduce": 5, "04_voicing_loss_fix": 5,
+               "05_field_guide": 13}
 # Each demonstration once in the course: an output text, and how many converted notebooks
 # may show it (later notebooks refer back instead).
 SHOWN_ONCE = {
