@@ -344,8 +344,7 @@ def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
     apart = [i for i, row in enumerate(reaches) if not any(row)]
     order = inside + apart  # rows top to bottom, below the loss row
     fig, ax = _figure_and_axes(ax, height=0.4 * (len(sources) + 1) + 1.8)
-    if ax.figure.get_figwidth() < 1.1 * len(columns) + 3:
-        ax.figure.set_figwidth(1.1 * len(columns) + 3)
+    ax.figure.set_figwidth(max(ax.figure.get_figwidth(), 1.1 * len(columns) + 3))
     for row, i in enumerate(order, start=1):
         y = -row
         xs = [x_of[m] for m, hit in zip(marks, reaches[i]) if hit]

@@ -4,11 +4,13 @@
 the loss *and* the gradients, so a notebook can report every step). ``snapshot``,
 ``TrainingState`` (with ``trial_step``: one step from a saved point, then back) and
 ``optimizer_slot_norm`` measure what an optimizer step does: how far the
-weights move, and Adam's momentum, which keeps moving them when a gradient is zero
-(notebook 04).
+weights move, and Adam's momentum, which keeps moving them when a gradient is zero;
+``what_one_step_does`` measures all of it in one call (notebook 04).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import keras
 import numpy as np
@@ -94,6 +96,38 @@ def optimizer_slot_norm(optimizer: keras.optimizers.Optimizer, slot: str = "mome
     if not values:
         raise ValueError(f"the optimizer has no '{slot}' variables (is it Adam, and built?).")
     return float(tf.linalg.global_norm([tf.convert_to_tensor(v) for v in values]))
+
+
+@dataclass(frozen=True)
+class StepEffect:
+    """What one optimizer step did: the mean |change| of the weights, and the optimizer's step
+    count and momentum norm (Adam's running mean of past gradients) before and after it."""
+
+    move: float
+    steps: tuple[int, int]
+    momentum: tuple[float, float]
+
+
+def what_one_step_does(model: keras.Model, optimizer: keras.optimizers.Optimizer,
+                       grads: list | None) -> StepEffect:
+    """Take one Adam step with ``grads`` from where model and optimizer are now (``None``: skip
+    the step, as a training loop that skips a batch would), measure what it changed, and put
+    the weights and the optimizer's state back, so the next "what if" starts from the same
+    point (notebook 04)."""
+    state = TrainingState(model, optimizer)
+    steps, momentum = int(optimizer.iterations), optimizer_slot_norm(optimizer, "momentum")
+    before = snapshot(model)
+    if grads is not None:
+        grads = list(grads)
+        if len(grads) != len(model.trainable_variables):
+            raise ValueError(f"expected one gradient per trainable variable "
+                             f"({len(model.trainable_variables)}), or None to skip; got "
+                             f"{len(grads)}.")
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    effect = StepEffect(mean_abs_change(before, model), (steps, int(optimizer.iterations)),
+                        (momentum, optimizer_slot_norm(optimizer, "momentum")))
+    state.restore()
+    return effect
 
 
 def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,

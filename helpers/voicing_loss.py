@@ -225,7 +225,8 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
 
     On purpose, unlike the question's code: the voicing is padded with two silent frames so
     the look-ahead reads ``speechs[i + 1]``, ``speechs[i + 2]`` stay in bounds
-    (``pad_lookahead=False`` reads past the end, and TensorFlow raises); unvoiced is
+    (``pad_lookahead=False`` reads past the end: TensorFlow raises on a CPU, while on a GPU
+    ``tf.gather`` returns 0 for the index out of range); unvoiced is
     ``Voicing.UNVOICED`` (2, not 3); the ``flags`` are left out; f0 comes from the labels.
     """
 
@@ -238,7 +239,8 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
 
 
 def _at(values: tf.Tensor, j) -> tf.Tensor:
-    """``values[j]``: ``tf.gather`` is the same read as the question's ``speechs[j]``, faster."""
+    """``values[j]`` by ``tf.gather`` (faster in the loop); out of range it raises on a CPU
+    and returns 0 on a GPU."""
     return tf.gather(values, j)
 
 

@@ -64,6 +64,45 @@ def test_every_notebook_has_exercises():
 # given its own cases here.
 # ---------------------------------------------------------------------------------------------
 
+def _skip_step(*decision: str) -> str:
+    """An answer to exercise 3.1: one step with the question's loss, then ``decision`` (one
+    line each) on ``grads`` and ``loss``."""
+    lines = "\n".join(" " * 4 + line for line in decision)
+    return f'''
+import numpy as np
+import tensorflow as tf
+
+from helpers.denoiser import enhance
+from helpers.voicing_loss import EPSILON, cond_loop_voicing_loss
+
+
+def train_step_or_skip(model, optimizer, example):
+    with tf.GradientTape() as tape:
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
+                                      example.labels)
+    grads = tape.gradient(loss, model.trainable_variables)
+{lines}
+'''
+
+
+def _double_where(*end: str) -> str:
+    """An answer to exercise 4.1 with the double where, finished by ``end`` (one line each)
+    from ``per_frame`` and ``count``."""
+    lines = "\n".join(" " * 4 + line for line in end)
+    return f'''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    rows = mask[:, None]
+    log_ratio = (tf.math.log(tf.where(rows, estimate_mag, 1.0))
+                 - tf.math.log(tf.where(rows, reference_mag, 1.0)))
+    per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+{lines}
+'''
+
+
 ALTERNATIVES: dict[str, str] = {
     "helpers.exercises.start_here:check_gradient_status": '''
 import numpy as np
@@ -109,24 +148,12 @@ def stream_denoise(step_model, chunks):
             outputs.append(output)
     return tf.stack(outputs, axis=1)
 ''',
-    "helpers.exercises.voicing_loss:check_train_step_or_skip": '''
-import tensorflow as tf
-
-from helpers.denoiser import enhance
-from helpers.voicing_loss import cond_loop_voicing_loss
-
-
-def train_step_or_skip(model, optimizer, example):
-    with tf.GradientTape() as tape:
-        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
-                                      example.labels)
-    grads = tape.gradient(loss, model.trainable_variables)
-    pairs = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]
-    if not pairs:
-        return False
-    optimizer.apply_gradients(pairs)
-    return True
-''',
+    "helpers.exercises.voicing_loss:check_train_step_or_skip": _skip_step(
+        "pairs = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]",
+        "if not pairs:",
+        "    return False",
+        "optimizer.apply_gradients(pairs)",
+        "return True"),
     "helpers.exercises.voicing_loss:check_masked_log_distance": '''
 import tensorflow as tf
 
@@ -341,37 +368,22 @@ def stream_denoise(step_model, chunks):
 ''',
     },
     "helpers.exercises.voicing_loss:check_train_step_or_skip": {
-        "steps on zeros instead of skipping": '''
-import tensorflow as tf
-
-from helpers.denoiser import enhance
-from helpers.voicing_loss import cond_loop_voicing_loss
-
-
-def train_step_or_skip(model, optimizer, example):
-    with tf.GradientTape() as tape:
-        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
-                                      example.labels)
-    grads = tape.gradient(loss, model.trainable_variables)
-    grads = [tf.zeros_like(v) if g is None else g
-             for g, v in zip(grads, model.trainable_variables)]
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return not all(float(tf.reduce_max(tf.abs(g))) == 0 for g in grads)
-''',
-        "returns True without applying": '''
-import tensorflow as tf
-
-from helpers.denoiser import enhance
-from helpers.voicing_loss import cond_loop_voicing_loss
-
-
-def train_step_or_skip(model, optimizer, example):
-    with tf.GradientTape() as tape:
-        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio),
-                                      example.labels)
-    grads = tape.gradient(loss, model.trainable_variables)
-    return any(g is not None for g in grads)
-''',
+        "steps on zeros instead of skipping": _skip_step(
+            "grads = [tf.zeros_like(v) if g is None else g",
+            "         for g, v in zip(grads, model.trainable_variables)]",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return not all(float(tf.reduce_max(tf.abs(g))) == 0 for g in grads)"),
+        "returns True without applying": _skip_step("return any(g is not None for g in grads)"),
+        "decides from the loss value (a threshold)": _skip_step(
+            "if float(loss) < 1e-4:",
+            "    return False",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True"),
+        "decides from the loss value (exactly 2 x epsilon)": _skip_step(
+            "if float(loss) <= float(np.float32(2 * EPSILON)):",
+            "    return False",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True"),
     },
     "helpers.exercises.voicing_loss:check_masked_log_distance": {
         "one where and an epsilon in the log": '''
@@ -384,17 +396,27 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     count = tf.reduce_sum(tf.cast(mask, tf.float32))
     return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
 ''',
-        "double where, but 0 / 0 without frames": '''
+        "double where, but 0 / 0 without frames": _double_where(
+            "return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / count"),
+        "boolean_mask and a tf.cond that returns a constant without frames": '''
 import tensorflow as tf
 
 
 def masked_log_distance(reference_mag, estimate_mag, mask):
-    rows = mask[:, None]
-    log_ratio = (tf.math.log(tf.where(rows, estimate_mag, 1.0))
-                 - tf.math.log(tf.where(rows, reference_mag, 1.0)))
-    per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
-    count = tf.reduce_sum(tf.cast(mask, tf.float32))
-    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / count
+    reference = tf.boolean_mask(reference_mag, mask)
+    estimate = tf.boolean_mask(estimate_mag, mask)
+    per_frame = tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)), -1)
+    return tf.cond(tf.size(per_frame) > 0, lambda: tf.reduce_mean(per_frame),
+                   lambda: tf.constant(0.0))
+''',
+        "boolean_mask and reduce_mean without a guard": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    reference = tf.boolean_mask(reference_mag, mask)
+    estimate = tf.boolean_mask(estimate_mag, mask)
+    return tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)))
 ''',
         "multiplies by a 0/1 mask": '''
 import tensorflow as tf
@@ -513,7 +535,8 @@ def _checker(spec: str):
 
 
 # Checkers rewritten to the course conventions (issue 22) need three near misses; the others two.
-CONVERTED_CHECKERS = ("helpers.exercises.start_here:", "helpers.exercises.gru_state:")
+CONVERTED_CHECKERS = ("helpers.exercises.start_here:", "helpers.exercises.gru_state:",
+                      "helpers.exercises.voicing_loss:")
 
 
 def test_every_checker_has_alternatives_and_near_misses():
@@ -662,3 +685,66 @@ def test_delay_checker_names_the_reconnect_hacks_zero_gradient():
 
     result = check_delay(hack)
     assert not result.passed and "is zero" in result.message
+
+
+def test_skip_checker_accepts_catching_the_optimizers_error():
+    """Keras 3 raises before it changes anything when every gradient is None (FACTS.md):
+    iterations and Adam's moments stay, so catching that ValueError is a correct skip."""
+    solution = _skip_step(
+        "try:",
+        "    optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+        "except ValueError:",
+        "    return False",
+        "return True")
+    spec = "helpers.exercises.voicing_loss:check_train_step_or_skip"
+    result = _checker(spec)(_function(solution, "train_step_or_skip"))
+    assert result.passed, result
+
+
+# The common correct shapes of 4.1 pass, and the wrong ones are told their real fault.
+MASKED_LOG_DISTANCE_SHAPES = {  # the unused 0 / 0 is NaN, but the mask's where zeroes it
+    "double where, the 0 / 0 avoided by a where": _double_where(
+        "total = tf.reduce_sum(tf.where(mask, per_frame, 0.0))",
+        "return tf.where(count > 0, total / count, 0.0)"),
+    "boolean_mask and divide_no_nan": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    per_frame = tf.reduce_mean(tf.square(tf.math.log(tf.boolean_mask(estimate_mag, mask))
+                                         - tf.math.log(tf.boolean_mask(reference_mag, mask))), -1)
+    count = tf.cast(tf.size(per_frame), tf.float32)
+    return tf.math.divide_no_nan(tf.reduce_sum(per_frame), count)
+''',
+    "boolean_mask and a tf.cond whose empty branch stays connected": '''
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    per_frame = tf.reduce_mean(tf.square(tf.math.log(tf.boolean_mask(estimate_mag, mask))
+                                         - tf.math.log(tf.boolean_mask(reference_mag, mask))), -1)
+    return tf.cond(tf.size(per_frame) > 0, lambda: tf.reduce_mean(per_frame),
+                   lambda: 0.0 * tf.reduce_sum(estimate_mag))
+''',
+}
+MASKED_LOG_DISTANCE_FAULTS = {
+    "boolean_mask and a tf.cond that returns a constant without frames": "is None: with no frame",
+    "boolean_mask and reduce_mean without a guard": "the average is 0 / 0",
+    "double where, but 0 / 0 without frames": "the average is 0 / 0",
+    "one where and an epsilon in the log": "changes the distance of quiet frames",
+    "multiplies by a 0/1 mask": "0 x inf = NaN",
+}
+
+
+@pytest.mark.parametrize("label", sorted(MASKED_LOG_DISTANCE_SHAPES))
+def test_masked_log_distance_accepts_the_common_correct_shapes(label):
+    spec = "helpers.exercises.voicing_loss:check_masked_log_distance"
+    result = _checker(spec)(_function(MASKED_LOG_DISTANCE_SHAPES[label], "masked_log_distance"))
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("label", sorted(MASKED_LOG_DISTANCE_FAULTS))
+def test_masked_log_distance_names_the_real_fault(label):
+    spec = "helpers.exercises.voicing_loss:check_masked_log_distance"
+    result = _checker(spec)(_function(NEAR_MISSES[spec][label], "masked_log_distance"))
+    assert not result.passed and MASKED_LOG_DISTANCE_FAULTS[label] in result.message, result

@@ -20,6 +20,7 @@ from helpers.training import (
     optimizer_slot_norm,
     restore_weights,
     snapshot,
+    what_one_step_does,
 )
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
 
@@ -212,3 +213,22 @@ def test_trial_step_measures_one_step_and_puts_everything_back():
     assert state.trial_step([tf.zeros_like(v) for v in model.trainable_variables]) == 0.0
     with pytest.raises(ValueError, match="one gradient per trainable variable"):
         state.trial_step(ones[:2])
+
+
+def test_what_one_step_does_measures_adam_and_puts_everything_back(clips):
+    model = make_conv_denoiser(seed=16)
+    optimizer = keras.optimizers.Adam(1e-3)
+    variables = model.trainable_variables
+    for _ in range(3):
+        optimizer.apply_gradients(zip(
+            loss_and_gradients(model, clips["voiced"], masked_voicing_loss)[1], variables))
+    before, momentum = snapshot(model), optimizer_slot_norm(optimizer)
+    zeros = what_one_step_does(model, optimizer, [tf.zeros_like(v) for v in variables])
+    assert zeros.move > 1e-4 and zeros.steps == (3, 4)  # momentum moves the weights on zeros
+    assert zeros.momentum == (momentum, pytest.approx(0.9 * momentum, rel=1e-5))
+    skip = what_one_step_does(model, optimizer, None)
+    assert skip == type(skip)(0.0, (3, 3), (momentum, momentum))
+    assert mean_abs_change(before, model) == 0.0 and int(optimizer.iterations) == 3
+    assert what_one_step_does(model, optimizer, [tf.zeros_like(v) for v in variables]) == zeros
+    with pytest.raises(ValueError, match="or None to skip"):
+        what_one_step_does(model, optimizer, [tf.zeros_like(variables[0])])

@@ -17,17 +17,23 @@ from helpers.denoiser import make_conv_denoiser
 from helpers.exercises import CheckResult, run_check
 from helpers.training import snapshot
 
+QUIET_SCALE = 3e-7  # vowel_a at this scale: the question's loss equals the silent file's
+
 
 @cache
-def _examples() -> tuple[Clip, Clip]:
-    """A short voiced example (8 frames of vowel_a) and a short silent one (8 frames)."""
+def _examples() -> tuple[Clip, Clip, Clip]:
+    """A short voiced example (8 frames of vowel_a), a short silent one (8 frames), and the
+    voiced one scaled down to about -140 dB: the question's loss on it is the silent file's
+    value to the last bit (2 x epsilon in float32), yet every variable has a gradient."""
     vowel = load_clip("vowel_a")
     audio, labels = excerpt(vowel.clean, vowel.labels, 0, 8)
     voiced = make_example("vowel_a[0:8]", audio, labels, seed=101)
+    quiet = make_example("quiet vowel_a[0:8]", audio * QUIET_SCALE, labels,
+                         noise_rms=0.01 * QUIET_SCALE, seed=101)
     silence = load_clip("silence")
     audio, labels = excerpt(silence.clean, silence.labels, 0, 8)
     silent = make_example("silence[0:8]", audio, labels, seed=102)
-    return voiced, silent
+    return voiced, silent, quiet
 
 
 def _moved(before: list[np.ndarray], model: keras.Model) -> float:
@@ -37,13 +43,17 @@ def _moved(before: list[np.ndarray], model: keras.Model) -> float:
 def check_train_step_or_skip(function) -> CheckResult:
     """``function(model, optimizer, example)`` must take one optimizer step with the question's
     loss when any gradient exists and return True, and otherwise leave the model and the
-    optimizer untouched and return False."""
+    optimizer untouched and return False. A very quiet voiced clip, whose loss equals the
+    silent file's, must still be a step: the decision comes from the gradients, not the loss."""
 
     def check(fn):
-        voiced, silent = _examples()
+        voiced, silent, quiet = _examples()
         model = make_conv_denoiser(seed=7)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
-        for example, expect_step in ((silent, False), (voiced, True), (silent, False)):
+        # the quiet clip first: its loss equals the silent file's only while the model's
+        # output bias is still zero, as it is before the first voiced step
+        for example, expect_step in ((quiet, True), (silent, False), (voiced, True),
+                                     (silent, False)):
             before = snapshot(model)
             iterations = int(optimizer.iterations)
             applied = fn(model, optimizer, example)
@@ -51,6 +61,12 @@ def check_train_step_or_skip(function) -> CheckResult:
             stepped = int(optimizer.iterations) - iterations
             if not isinstance(applied, (bool, np.bool_)):
                 return False, f"on {example.name} you returned {applied!r}; expected True or False."
+            if example is quiet and not (applied and stepped == 1):
+                return False, (f"on {example.name}, a voiced clip about 140 dB down, you returned "
+                               f"{applied} and the optimizer took {stepped} step(s); expected one "
+                               "step and True. Its loss is exactly the silent file's, yet every "
+                               "variable has a gradient: decide from the gradients, not from the "
+                               "loss value.")
             if expect_step and not (applied and stepped == 1 and moved > 0):
                 return False, (f"on the voiced clip {example.name} you returned {applied} and "
                                f"the optimizer took {stepped} step(s); expected one step and True.")
@@ -59,14 +75,14 @@ def check_train_step_or_skip(function) -> CheckResult:
                                f"optimizer took {stepped} step(s) and the weights moved by up to "
                                f"{moved:.2g}; expected False, no step and no movement (also "
                                "right after a voiced step, when Adam has momentum).")
-        return True, ("voiced clips train, silent clips are skipped without touching the "
-                      "weights or Adam's state.")
+        return True, ("voiced clips train, even a very quiet one, and silent clips are skipped "
+                      "without touching the weights or Adam's state.")
 
     return run_check("Exercise 3.1 (skip a step that has no gradient)", function, check,
                      hint="Look at what the list of gradients holds on a silent file, and decide "
-                          "before the optimizer sees it: once called, the optimizer has counted a "
-                          "step. Turning None into zeros is not skipping: Adam's momentum would "
-                          "still move the weights.")
+                          "from that list, not from the loss value: a quiet voiced file can have "
+                          "the very same loss. Turning None into zeros is not skipping: Adam's "
+                          "momentum would still move the weights.")
 
 
 def _reference_distance(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> float:
@@ -111,15 +127,40 @@ def check_masked_log_distance(function) -> CheckResult:
             expected = _reference_distance(ref, est, mask)
             value = float(value)
             if not np.isfinite(value) or abs(value - expected) > 1e-4 * max(1.0, abs(expected)):
-                return False, f"case '{name}': the value is {value:.5g}; expected {expected:.5g}."
+                fault = ""
+                if "quiet" in name and np.isfinite(value):
+                    fault = (" A floor or an epsilon inside the log changes the distance of "
+                             "quiet frames; the exercise asks for the plain log.")
+                elif not mask.any():
+                    fault = " With no frame selected, the average is 0 / 0."
+                elif not np.isfinite(value):
+                    fault = (" The value itself is not finite: the log of a zero magnitude "
+                             "outside the mask is -inf, and a 0/1 mask multiplies it "
+                             "(0 x inf = NaN).")
+                return False, (f"case '{name}': the value is {value:.5g}; expected "
+                               f"{expected:.5g}.{fault}")
+            if grad is None and not mask.any():
+                return False, (f"case '{name}': the value is right, but its gradient with "
+                               "respect to estimate_mag is None: with no frame selected your "
+                               "function returns a constant that does not depend on the "
+                               "estimate (a tf.cond or an if that picks a constant branch). A "
+                               "loss built from it gives all-None gradients on a file without "
+                               "speech, notebook 03's error. Return a result still computed "
+                               "from estimate_mag.")
             if grad is None:
                 return False, (f"case '{name}': the gradient with respect to estimate_mag is "
-                               "None; compute the distance from estimate_mag with TensorFlow ops.")
+                               "None; compute the distance from estimate_mag with TensorFlow "
+                               "ops (no NumPy, no .numpy()).")
             grad = grad.numpy()
             if not np.all(np.isfinite(grad)):
                 bad = sorted({int(i) for i in np.argwhere(~np.isfinite(grad))[:, 0]})
+                cause = (" Nothing is selected, so the average divides 0 by 0; a NaN in a "
+                         "branch that tf.where throws away still reaches the gradient."
+                         if not mask.any() else
+                         " The log of a zero magnitude outside the mask has an infinite slope, "
+                         "and tf.where passes 0 x inf = NaN back to it.")
                 return False, (f"case '{name}': the gradient is NaN/inf on frames {bad} "
-                               f"(mask = {mask.astype(int).tolist()}).")
+                               f"(mask = {mask.astype(int).tolist()}).{cause}")
             if np.any(grad[~mask] != 0):
                 return False, f"case '{name}': frames outside the mask get a non-zero gradient."
         return True, ("finite gradients with zero magnitudes outside the mask, and 0.0 for a "
@@ -129,5 +170,6 @@ def check_masked_log_distance(function) -> CheckResult:
                      hint="Two traps, both outside the mask. tf.where picks values, but the "
                           "gradient still flows back through both of its inputs, and the slope of "
                           "a log at zero is infinite. And a file without speech selects no frame "
-                          "at all: what is an average over nothing? An epsilon inside the log is "
-                          "not the way out: it changes the value of quiet frames.")
+                          "at all: what is an average over nothing, and is your answer then still "
+                          "connected to the estimate? A floor inside the log is not the way out: "
+                          "it changes the value of quiet frames.")
