@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from helpers.checks import check_choice
 from helpers.printing import norm_text
+from helpers.why_none import HINTS, why_none
 
 Status = Literal["none", "zero", "nonfinite", "ok"]
 STATUSES: tuple[Status, ...] = ("ok", "zero", "nonfinite", "none")
@@ -166,28 +167,13 @@ def gradient_report(grads: Sequence[Any], sources: Sequence[Any],
 
 
 def _hint(status: Status, source: Any, every_none: bool) -> str:
-    """The likely family of causes of a row that is not ok (05's decision chart)."""
-    if status == "zero":
-        return "zeros: tf.sign, a NumPy py_function, a tf.cond in tf.function?"
-    if status == "nonfinite":
-        return "NaN/inf: log, sqrt or 1/x of 0, even in a tf.where branch?"
-    if status == "ok":
-        return ""
-    is_tensor = not isinstance(source, (tf.Variable, keras.Variable)) and tf.is_tensor(source)
-    if not is_tensor and not getattr(source, "trainable", True):
-        return "not trainable: pass trainable_variables"
-    try:
-        dtype = tf.as_dtype(getattr(source, "dtype", None))
-        discrete = not (dtype.is_floating or dtype.is_complex)
-    except TypeError:
-        discrete = False
-    if discrete:
-        return "integer dtype: no gradient"
-    if is_tensor:
-        return "a tensor: tape.watch it before use"
-    if every_none:
-        return "cut: NumPy, int/round, stop_gradient, assign, constant, outside the tape?"
-    return "not used on the way to the loss, or read outside the tape?"
+    """The likely family of causes of a row that is not ok (05's decision chart); why a
+    gradient is None is decided by ``helpers.why_none``, for the probe too."""
+    if status == "none":
+        return HINTS[why_none(source, every_none=every_none)]
+    return {"zero": "zeros: tf.sign, a NumPy py_function, a tf.cond in tf.function?",
+            "nonfinite": "NaN/inf: log, sqrt or 1/x of 0, even in a tf.where branch?"
+            }.get(status, "")
 
 
 def _row(grad: Any, variable: Any, index: int, name: str | None = None) -> GradientRow:

@@ -1,6 +1,6 @@
 """Every picture of the course: gradient reports (per-variable norms, before/after panels,
-norms over training), how far back through time a gradient reaches, and the spectrogram of a
-clip with its per-frame labels.
+norms over training), how far back through time a gradient reaches, the spectrogram of a
+clip with its per-frame labels, and the locator's picture of a gradient path.
 
 A None gradient, a zero gradient and a NaN gradient must never look like a small norm, and
 never like each other. On the log-scale bar plot a healthy gradient is a bar; the other three
@@ -293,4 +293,89 @@ def plot_state_gradients(curves: Mapping[str, Sequence[float | None]],
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", frameon=False)
+    return fig
+
+
+PATH_COLOURS = {"reach": "#2166ac", "loss": "#1b7837", "break": "#d6301d", "apart": "#888888"}
+
+
+def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
+                       reaches: Sequence[Sequence[bool]], loss_reaches: Sequence[bool],
+                       sources_reached: Sequence[bool], breaks: Sequence[tuple[str, str]],
+                       passes_no_gradient: Sequence[bool] | None = None,
+                       start: str = "(variables)", end: str = "(loss)",
+                       ax: Axes | None = None) -> Figure:
+    """The locator's picture of a gradient path (``Location.plot()`` passes its data).
+
+    Columns: the sources, then the marks in forward order, then the loss. One row per source:
+    a dot on each mark it reaches (``reaches[source][mark]``), joined by a line; the top row
+    shows which marks the loss reaches (filled) and which it does not (hollow); a green dot in
+    the loss column: that source gets a gradient. Each break ``(start, end)`` is a red band
+    between its two columns, just before ``end`` when it starts at the sources (``start`` and
+    ``end`` name the two ends of the path; any other name that is not a mark gets a column
+    before the loss).
+    A source that reaches no mark never enters the path: it sits below a dashed line, in
+    grey. ``sources_reached[i]``: does the loss reach source i (its gradient is not None)?
+    A mark that passes no gradient (NumPy, Python, integer) has a grey, italic label.
+    """
+    marks, sources = list(marks), list(sources)
+    passes_no_gradient = list(passes_no_gradient or [False] * len(marks))
+    if not sources:
+        raise ValueError("plot_gradient_path needs at least one source.")
+    if len(reaches) != len(sources) or any(len(r) != len(marks) for r in reaches):
+        raise ValueError(f"reaches must hold one row of {len(marks)} booleans (one per mark) "
+                         f"for each of the {len(sources)} sources.")
+    if len(loss_reaches) != len(marks) or len(passes_no_gradient) != len(marks):
+        raise ValueError(f"loss_reaches and passes_no_gradient need one boolean per mark "
+                         f"({len(marks)}).")
+    if len(sources_reached) != len(sources):
+        raise ValueError(f"sources_reached needs one boolean per source ({len(sources)}).")
+    extra = [n for pair in breaks for n in pair if n not in (start, end, *marks)]
+    columns = [start, *marks, *dict.fromkeys(extra), end]
+    x_of = {name: i for i, name in enumerate(columns)}
+    inside = [i for i, row in enumerate(reaches) if any(row)]
+    apart = [i for i, row in enumerate(reaches) if not any(row)]
+    order = inside + apart  # rows top to bottom, below the loss row
+    fig, ax = _figure_and_axes(ax, height=0.4 * (len(sources) + 1) + 1.8)
+    if ax.figure.get_figwidth() < 1.1 * len(columns) + 3:
+        ax.figure.set_figwidth(1.1 * len(columns) + 3)
+    for row, i in enumerate(order, start=1):
+        y = -row
+        xs = [x_of[m] for m, hit in zip(marks, reaches[i]) if hit]
+        if i in apart:
+            ax.plot([0], [y], "s", color=PATH_COLOURS["apart"], gid="path-apart")
+            ax.annotate("reaches no mark", (0, y), xytext=(10, 0), textcoords="offset points",
+                        va="center", color=PATH_COLOURS["apart"], fontsize="small")
+            continue
+        ax.plot([0, *xs], [y] * (len(xs) + 1), "-", color=PATH_COLOURS["reach"], alpha=0.5)
+        ax.plot(xs, [y] * len(xs), "o", color=PATH_COLOURS["reach"], gid="path-reach")
+        ax.plot([0], [y], "s", color=PATH_COLOURS["reach"])
+        if sources_reached[i]:
+            ax.plot([x_of[end]], [y], "o", color=PATH_COLOURS["loss"], gid="path-source-ok")
+    if apart and inside:
+        ax.axhline(-len(inside) - 0.5, color=PATH_COLOURS["apart"], linestyle="--",
+                   linewidth=1, gid="path-separator")
+    for x, hit in zip(range(1, len(marks) + 1), loss_reaches):
+        ax.plot([x], [0], "o", color=PATH_COLOURS["loss"], fillstyle="full" if hit else "none",
+                markeredgewidth=1.5, gid="path-loss" if hit else "path-no-loss")
+    for first, last in breaks:  # from the sources: just before the first point not reached
+        left = x_of[last] - 0.85 if first == start else x_of[first] + 0.15
+        ax.axvspan(left, x_of[last] - 0.15, color=PATH_COLOURS["break"], alpha=0.18,
+                   gid="path-break")
+        ax.annotate("break", ((left + x_of[last] - 0.15) / 2, 0.45), ha="center",
+                    color=PATH_COLOURS["break"], fontsize="small", fontweight="bold")
+    labels = {start: "sources", end: "loss"}
+    ax.set_xticks(range(len(columns)), [labels.get(c, c) for c in columns], rotation=30,
+                  ha="right")
+    for tick, name in zip(ax.get_xticklabels()[1:], marks):
+        if passes_no_gradient[marks.index(name)]:
+            tick.set_color(PATH_COLOURS["apart"])
+            tick.set_fontstyle("italic")
+            tick.set_gid("path-no-gradient")
+    ax.set_yticks([0, *range(-1, -len(order) - 1, -1)],
+                  ["loss reaches it", *(sources[i] for i in order)])
+    ax.set_xlim(-0.5, len(columns) - 0.5)
+    ax.set_ylim(-len(order) - 0.7, 0.9)
+    ax.set_title("the gradient path: marks in forward order")
+    ax.grid(axis="x", alpha=0.3)
     return fig

@@ -3,13 +3,13 @@
     9  capstone (the capstone's public names, re-exported)
     8  capstone_evaluation
     7  capstone_model, widgets
-    6  capstone_recipe, lab, exercises (the package and its submodules)
-    5  training, loss_reach, capstone_data
-    4  dataset, denoiser, voicing_loss, label_measurement
-    3  labels, gru_state, probe, noise, baselines
+    6  capstone_recipe, lab, exercises (the package and its submodules), probe (the package)
+    5  training, loss_reach, capstone_data, probe.locate
+    4  dataset, denoiser, voicing_loss, label_measurement, probe.location, probe.keras_marks
+    3  labels, gru_state, probe.marks, probe.exits, noise, baselines
     2  synth, plots
     1  audio, gradients
-    0  printing, reproducibility, checks
+    0  printing, reproducibility, checks, why_none
 
 ``helpers/__init__.py`` imports nothing from helpers (every module may import the package
 itself, ``import helpers``). A submodule of ``helpers.exercises`` may also import
@@ -33,13 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "helpers"
 
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("printing", "reproducibility", "checks"),
+    0: ("printing", "reproducibility", "checks", "why_none"),
     1: ("audio", "gradients"),
     2: ("synth", "plots"),
-    3: ("labels", "gru_state", "probe", "noise", "baselines"),
-    4: ("dataset", "denoiser", "voicing_loss", "label_measurement"),
-    5: ("training", "loss_reach", "capstone_data"),
-    6: ("capstone_recipe", "lab", "exercises"),
+    3: ("labels", "gru_state", "probe.marks", "probe.exits", "noise", "baselines"),
+    4: ("dataset", "denoiser", "voicing_loss", "label_measurement", "probe.location",
+        "probe.keras_marks"),
+    5: ("training", "loss_reach", "capstone_data", "probe.locate"),
+    6: ("capstone_recipe", "lab", "exercises", "probe"),
     7: ("capstone_model", "widgets"),
     8: ("capstone_evaluation",),
     9: ("capstone",),

@@ -14,7 +14,9 @@ from helpers.dataset import load_clip
 from helpers.gradients import GradientReport, GradientRow, gradient_report
 from helpers.labels import LabelError
 from helpers.plots import (
+    PATH_COLOURS,
     plot_gradient_norms,
+    plot_gradient_path,
     plot_norm_history,
     plot_reports,
     plot_spectrogram,
@@ -196,3 +198,49 @@ def test_spectrogram_plot_rejects_bad_audio_and_labels():
     with pytest.raises(LabelError, match="expected the labels of this clip"):
         plot_spectrogram(clip.audio[:8000], labels=clip.labels)
 
+
+
+# -- the locator's picture of a gradient path -------------------------------------------------
+PATH_CASE = dict(
+    marks=["denoised", "audio_np", "audio"],
+    sources=["enc/kernel", "enc/bias", "gain"],
+    reaches=[[True, False, False], [True, False, False], [False, False, False]],
+    loss_reaches=[False, False, True],
+    sources_reached=[False, False, False],
+    breaks=[("denoised", "audio"), ("(variables)", "audio")],
+    passes_no_gradient=[False, True, False],
+)
+
+
+def test_gradient_path_draws_marks_in_order_reach_breaks_and_apart():
+    fig = plot_gradient_path(**PATH_CASE)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["sources", "denoised", "audio_np",
+                                                            "audio", "loss"]
+    dots = _artists(fig, "path-reach")
+    assert [list(d.get_xdata()) for d in dots] == [[1], [1]]  # both reach 'denoised' only
+    breaks = _artists(fig, "path-break")
+    assert len(breaks) == 2 and {to_hex(b.get_facecolor()) for b in breaks} == {
+        PATH_COLOURS["break"]}
+    assert len(_artists(fig, "path-apart")) == 1 and len(_artists(fig, "path-separator")) == 1
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "gain"
+    assert len(_artists(fig, "path-loss")) == 1 and len(_artists(fig, "path-no-loss")) == 2
+    assert [t.get_text() for t in ax.get_xticklabels() if t.get_gid() == "path-no-gradient"
+            ] == ["audio_np"]
+
+
+def test_gradient_path_healthy_has_no_break_and_nothing_apart():
+    fig = plot_gradient_path(["out"], ["w"], [[True]], [True], [True], [])
+    assert _artists(fig, "path-break") == [] and _artists(fig, "path-apart") == []
+    assert len(_artists(fig, "path-source-ok")) == 1
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"sources": []}, "at least one source"),
+    ({"reaches": [[True]]}, "one row of 3 booleans"),
+    ({"loss_reaches": [True]}, "one boolean per mark"),
+    ({"sources_reached": [True]}, "one boolean per source"),
+])
+def test_gradient_path_rejects_mismatched_data(change, match):
+    with pytest.raises(ValueError, match=match):
+        plot_gradient_path(**{**PATH_CASE, **change})

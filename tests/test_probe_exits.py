@@ -1,0 +1,107 @@
+"""helpers.probe.exits: where a value leaves TensorFlow inside the block (float(), int(),
+.numpy(), np.asarray(), on tensors and variables) is noted while the block records eagerly,
+and the conversion methods are restored afterwards, also after an error."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import helpers  # noqa: F401
+from helpers.probe import VARIABLES, GradientProbe
+from helpers.probe.exits import _owners, noting_exits
+
+
+def _methods():
+    return [(owner, name, owner.__dict__[name]) for owner, name, _ in _owners()]
+
+
+@pytest.mark.parametrize("convert, label", [
+    (float, "float()"),
+    (int, "int()"),
+    (lambda t: t.numpy(), ".numpy()"),
+])
+def test_each_conversion_of_a_float_tensor_is_noted_once(convert, label):
+    noted = []
+    t = tf.constant(2.5)
+    with noting_exits(lambda lab, tensor: noted.append((lab, tensor))):
+        convert(t)
+        convert(tf.constant(3))  # an integer tensor carries no gradient: not noted
+    assert [lab for lab, _ in noted] == [label] and noted[0][1] is t
+
+
+@pytest.mark.parametrize("variable", [tf.Variable(0.5), keras.Variable(0.5)],
+                         ids=["tf.Variable", "keras.Variable"])
+def test_a_variable_read_as_a_number_is_noted_as_the_variable(variable):
+    noted = []
+    with noting_exits(lambda lab, value: noted.append((lab, value))):
+        float(variable)
+        np.asarray(variable)
+    assert [lab for lab, _ in noted] == ["float()", "np.asarray()"]
+    assert all(value is variable for _, value in noted)
+
+
+def test_np_asarray_of_a_tensor_is_not_seen():
+    """A known limit: NumPy reads an eager tensor through the buffer protocol, which has no
+    Python method to wrap; the probe then finds the break from the marks alone."""
+    noted = []
+    with noting_exits(lambda lab, value: noted.append(lab)):
+        np.asarray(tf.constant([1.0]))
+    assert noted == []
+
+
+def test_methods_are_restored_after_the_block_and_after_an_error():
+    before = _methods()
+    with noting_exits(lambda *_: None):
+        assert _methods() != before
+    assert _methods() == before
+    with pytest.raises(RuntimeError, match="inside"):
+        with GradientProbe():
+            raise RuntimeError("an error inside the block")
+    assert _methods() == before
+
+
+def test_nothing_is_wrapped_inside_tf_function():
+    before = _methods()
+    seen = []
+
+    @tf.function
+    def traced(x):
+        with noting_exits(lambda *_: None):
+            seen.append(_methods() == before)
+        return x
+
+    traced(tf.constant(1.0))
+    assert seen == [True]
+
+
+def test_the_probe_names_a_python_float_made_from_a_variable():
+    weight = tf.Variable(0.5, name="weight")
+    x = tf.constant([1.0, 2.0])
+    with GradientProbe() as probe:
+        scaled = probe.mark("scaled", x * 2.0)
+        loss = float(weight) * tf.reduce_sum(scaled)
+    where = probe.locate(loss, [weight])
+    assert where.broken_between == (VARIABLES, "float() (conversion 1)")
+    assert "'weight' leaves TensorFlow at 'float() (conversion 1)'" in repr(where)
+
+
+def test_a_python_mark_right_after_the_conversion_names_the_exit():
+    weight = tf.Variable(0.5, name="weight")
+    with GradientProbe() as probe:
+        factor = probe.mark("factor", float(weight))
+        loss = factor * tf.reduce_sum(probe.mark("x", tf.constant([1.0, 2.0]) * 2.0))
+    where = probe.locate(loss, [weight])
+    assert where.broken_between == (VARIABLES, "factor")
+    assert "'weight' leaves TensorFlow at 'factor'" in repr(where)
+    assert "'factor' is a Python number" in repr(where)
+
+
+def test_a_conversion_for_printing_is_no_break():
+    weight = tf.Variable(0.5, name="weight")
+    with GradientProbe() as probe:
+        loss = weight * 3.0
+        print(f"loss {float(loss):.2f}", end="\r")
+    assert probe.locate(loss, [weight]).intact
