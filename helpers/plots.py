@@ -299,6 +299,22 @@ def plot_state_gradients(curves: Mapping[str, Sequence[float | None]],
 PATH_COLOURS = {"reach": "#2166ac", "loss": "#1b7837", "break": "#d6301d", "apart": "#888888"}
 
 
+def _check_path_data(marks: list[str], sources: list[str], reaches: Sequence[Sequence[bool]],
+                     loss_reaches: Sequence[bool], sources_reached: Sequence[bool],
+                     passes_no_gradient: list[bool]) -> None:
+    """Refuse path data whose lengths do not fit its marks and sources."""
+    if not sources:
+        raise ValueError("plot_gradient_path needs at least one source.")
+    if len(reaches) != len(sources) or any(len(r) != len(marks) for r in reaches):
+        raise ValueError(f"reaches must hold one row of {len(marks)} booleans (one per mark) "
+                         f"for each of the {len(sources)} sources.")
+    if len(loss_reaches) != len(marks) or len(passes_no_gradient) != len(marks):
+        raise ValueError(f"loss_reaches and passes_no_gradient need one boolean per mark "
+                         f"({len(marks)}).")
+    if len(sources_reached) != len(sources):
+        raise ValueError(f"sources_reached needs one boolean per source ({len(sources)}).")
+
+
 def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
                        reaches: Sequence[Sequence[bool]], loss_reaches: Sequence[bool],
                        sources_reached: Sequence[bool], breaks: Sequence[tuple[str, str]],
@@ -320,16 +336,7 @@ def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
     """
     marks, sources = list(marks), list(sources)
     passes_no_gradient = list(passes_no_gradient or [False] * len(marks))
-    if not sources:
-        raise ValueError("plot_gradient_path needs at least one source.")
-    if len(reaches) != len(sources) or any(len(r) != len(marks) for r in reaches):
-        raise ValueError(f"reaches must hold one row of {len(marks)} booleans (one per mark) "
-                         f"for each of the {len(sources)} sources.")
-    if len(loss_reaches) != len(marks) or len(passes_no_gradient) != len(marks):
-        raise ValueError(f"loss_reaches and passes_no_gradient need one boolean per mark "
-                         f"({len(marks)}).")
-    if len(sources_reached) != len(sources):
-        raise ValueError(f"sources_reached needs one boolean per source ({len(sources)}).")
+    _check_path_data(marks, sources, reaches, loss_reaches, sources_reached, passes_no_gradient)
     extra = [n for pair in breaks for n in pair if n not in (start, end, *marks)]
     columns = [start, *marks, *dict.fromkeys(extra), end]
     x_of = {name: i for i, name in enumerate(columns)}

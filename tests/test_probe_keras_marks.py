@@ -12,7 +12,7 @@ import tensorflow as tf
 from probe_cases import DerivedKernel
 
 import helpers  # noqa: F401
-from helpers.denoiser import make_dense_frame_denoiser
+from helpers.denoiser import make_dense_frame_denoiser as dense
 from helpers.probe import LOSS, VARIABLES, GradientProbe, ProbeError
 from helpers.probe.keras_marks import layers_by_path
 
@@ -184,7 +184,8 @@ class _OutputGain(keras.layers.Layer):
 
 
 def _gained():
-    return keras.Sequential([make_dense_frame_denoiser(), _OutputGain(name="output")], name="gained")
+    return keras.Sequential([dense(), _OutputGain(name="output")],
+                            name="gained")
 
 
 def _batch_norm():
@@ -242,35 +243,37 @@ def _body(name, mark, model):
     return _mse(out, clean)  # gain, batch norm, derived weights, input never watched
 
 
-# case: (model, sources, before the block, manual break, auto break); the model's output is
-# "denoiser", so a manual break after 'denoised' is a break after "denoiser" with auto-marks
+# case: (model, sources, before the block, manual break, auto break); the model's output layer
+# is "dense_frame_denoiser", so a manual break after 'denoised' is a break after that layer
+# with auto-marks
 GUIDE = {
-    "healthy": (make_dense_frame_denoiser, None, None, None, None),
-    "numpy overlap-add": (make_dense_frame_denoiser, None, None, ("denoised", "audio"),
-                          ("denoiser", LOSS)),
-    "pcm": (make_dense_frame_denoiser, None, None, ("denoised", "decoded"), ("denoiser", LOSS)),
-    "adjust_contrast": (make_dense_frame_denoiser, None, None, ("denoised", "stretched"),
-                        ("denoiser", LOSS)),
-    "assign": (make_dense_frame_denoiser, None, None, ("denoised", "buffer"), ("denoiser", LOSS)),
-    "loss after the block": (make_dense_frame_denoiser, None, None, ("denoised", LOSS),
-                             ("denoiser", LOSS)),
-    "librosa (.numpy())": (make_dense_frame_denoiser, None, None, ("denoised", LOSS),
-                           ("denoiser", LOSS)),
-    "stop_gradient": (make_dense_frame_denoiser, None, None, ("hidden", "hidden_stopped"),
-                      ("denoiser/encoder", "denoiser/decoder")),
-    "stop_gradient in tf.function": (make_dense_frame_denoiser, None, None,
+    "healthy": (dense, None, None, None, None),
+    "numpy overlap-add": (dense, None, None, ("denoised", "audio"),
+                          ("dense_frame_denoiser", LOSS)),
+    "pcm": (dense, None, None, ("denoised", "decoded"), ("dense_frame_denoiser", LOSS)),
+    "adjust_contrast": (dense, None, None, ("denoised", "stretched"),
+                        ("dense_frame_denoiser", LOSS)),
+    "assign": (dense, None, None, ("denoised", "buffer"), ("dense_frame_denoiser", LOSS)),
+    "loss after the block": (dense, None, None, ("denoised", LOSS),
+                             ("dense_frame_denoiser", LOSS)),
+    "librosa (.numpy())": (dense, None, None, ("denoised", LOSS),
+                           ("dense_frame_denoiser", LOSS)),
+    "stop_gradient": (dense, None, None, ("hidden", "hidden_stopped"),
+                      ("dense_frame_denoiser/encoder", "dense_frame_denoiser/decoder")),
+    "stop_gradient in tf.function": (dense, None, None,
                                      ("hidden", "hidden_stopped"),
-                                     ("denoiser/encoder", "denoiser/decoder")),
+                                     ("dense_frame_denoiser/encoder",
+                                      "dense_frame_denoiser/decoder")),
     "gain not trainable": (_gained, "all", None, None, None),
     "batch norm": (_batch_norm, "all", None, None, None),
     "derived weights in build()": (_unit_norm, None, None, (VARIABLES, "denoised"),
                                    (VARIABLES, "unit_norm")),
-    "forward pass before the block": (make_dense_frame_denoiser, None, _early,
+    "forward pass before the block": (dense, None, _early,
                                       (VARIABLES, "denoised"), (VARIABLES, LOSS)),
-    "input never watched": (make_dense_frame_denoiser, "input", None, (VARIABLES, "denoised"),
-                            (VARIABLES, "denoiser/encoder")),
-    "tf.cond on the energy": (make_dense_frame_denoiser, None, None, ("energy", LOSS),
-                              ("denoiser", LOSS)),
+    "input never watched": (dense, "input", None, (VARIABLES, "denoised"),
+                            (VARIABLES, "dense_frame_denoiser/encoder")),
+    "tf.cond on the energy": (dense, None, None, ("energy", LOSS),
+                              ("dense_frame_denoiser", LOSS)),
 }
 
 
@@ -307,6 +310,7 @@ def test_field_guide_cases_agree_with_hand_placed_marks(name):
     assert auto.broken_between == auto_break, repr(auto)
     assert auto.intact == manual.intact and auto.causes == manual.causes
     if manual_break is not None:  # the same place: the manual start is that layer's output
-        same = {"denoised": "denoiser", "hidden": "denoiser/encoder", "energy": "denoiser",
+        same = {"denoised": "dense_frame_denoiser", "hidden": "dense_frame_denoiser/encoder",
+                "energy": "dense_frame_denoiser",
                 VARIABLES: VARIABLES}
         assert auto_break[0] == same[manual_break[0]]

@@ -1,33 +1,17 @@
 """Find the place where the gradient path breaks.
 
-``tape.gradient`` says *that* a gradient is None; ``GradientProbe`` says *where* the
-computation left the tape's view. Use it like a ``tf.GradientTape`` and mark a few points::
-
-    with GradientProbe() as probe:
-        frames = probe.mark("frames", model(noisy))
-        audio = probe.mark("audio", overlap_add(frames))
-        loss = tf.reduce_mean(tf.abs(audio - clean))
-    probe.locate(loss, model.trainable_variables)
-
-or let it mark every layer of a Keras model, by its path: ``probe.mark_layers(model)``
-inside the block. ``mark`` returns its value unchanged; model code can call the module-level
-``mark``, which records into the probe that is recording and does nothing otherwise.
-``locate``:
-
-1. asks for the gradient of the loss for every source (variable or watched tensor); if none
-   is None, the path is intact;
-2. gives each None source a cause (``helpers.why_none``): not trainable, never read inside
-   the block, a tensor never watched, an integer dtype, or else a cut somewhere after it
-   (and where it left TensorFlow, if it became a Python or NumPy number inside the block);
-3. finds each cut from the marks, in the order they were made: from the last mark the
-   source reaches and the loss does not, to the first later mark that does not depend on
-   it. ``.breaks`` lists every cut in forward order, ``.broken_between`` is the first, and
-   ``.plot()`` draws the path.
-
-Inside ``tf.function`` it works when the ``with`` block, the marks and ``locate`` run in one
-trace (None or not None is known while tracing, zero / NaN is not). The parts: ``marks``
-(what a mark is), ``exits`` (conversions to Python / NumPy), ``keras_marks`` (auto-marks),
-``location`` (the verdict and its words), ``locate`` (the search).
+``tape.gradient`` says *that* a gradient is None; ``GradientProbe`` says *where*. Use it like
+a ``tf.GradientTape``, marking a few points (``probe.mark("frames", model(noisy))``) or every
+Keras layer's output (``probe.mark_layers(model)``), then ``probe.locate(loss, sources)``.
+``locate`` asks once for every source's gradient; each None source gets a cause
+(``helpers.why_none``), and each cut is found from the marks in the order they were made:
+from the last mark the source reaches and the loss does not, to the first later mark that
+does not depend on it (``.breaks``, ``.broken_between``, ``.plot()``). The module-level
+``mark`` records into the probe that is recording and does nothing otherwise. Inside
+``tf.function`` it works when the block, the marks and ``locate`` run in one trace.
+Parts: ``marks`` (what a mark is), ``exits`` (conversions to Python / NumPy),
+``keras_marks`` (auto-marks), ``location`` (the verdict, its words and picture), ``locate``
+(the search).
 """
 
 from __future__ import annotations
