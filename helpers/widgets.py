@@ -22,14 +22,13 @@ import matplotlib.pyplot as plt
 from IPython.display import HTML, Image
 
 from helpers.gradients import GradientReport
-from helpers.lab import (
+from helpers.lab import LabComputation, LabResult
+from helpers.lab_settings import (
     ELSE_SCALES,
     KNOBS,
     MODES,
     POLICIES,
     SILENCE_WEIGHTS,
-    LabComputation,
-    LabResult,
     LabSetting,
 )
 from helpers.plots import plot_gradient_norms
