@@ -62,11 +62,19 @@ class AdamStep:
         if self.outcome == "skipped":
             return (f"{head} is skipped (no gradient is non-zero): the weights and Adam's "
                     "state stay as they were, 0% of a voiced step")
-        direction = ("nowhere" if self.cosine is None else
-                     f"at cosine {sig(self.cosine, 2)} to the last voiced step (1: straight on, "
-                     "where Adam's momentum points)")
         return (f"{head} with these gradients moves the weights {self.fraction:.0%} as far as "
-                f"a voiced step (mean |dw| {sig(self.voiced_move)}), {direction}")
+                f"a voiced step (mean |dw| {sig(self.voiced_move)}), {self._direction()} "
+                "(1: straight on, where Adam's momentum points)")
+
+    def _direction(self) -> str:
+        return ("in no direction" if self.cosine is None
+                else f"at cosine {sig(self.cosine, 2)} to the last voiced step")
+
+    def short(self) -> str:
+        """The step's size and direction in a few words (or what happened instead)."""
+        if self.outcome != "step":
+            return "raises" if self.outcome == "raises" else "skipped: 0% of a voiced step"
+        return f"{self.fraction:.0%} of a voiced step, {self._direction()}"
 
 
 @dataclass(frozen=True)
