@@ -157,6 +157,19 @@ def delay(audio, samples):
 
     return (1.0 - fraction) * shifted(whole) + fraction * shifted(whole + 1)
 ''',
+    "helpers.exercises.labels:check_rule_effect": '''
+import numpy as np
+
+
+def rule_effect(known, with_rule, without_rule):
+    counts = [0, 0, 0]
+    for k, w, wo in zip(known.voicing, with_rule.voicing, without_rule.voicing):
+        if w != wo:
+            counts[0] += 1
+            counts[1] += int(w == k)
+            counts[2] += int(wo == k)
+    return tuple(counts)
+''',
     "helpers.exercises.capstone:check_silence_term": '''
 import tensorflow as tf
 
@@ -367,6 +380,34 @@ def delay(audio, samples):
     n = tf.size(audio)
     padded = tf.pad(audio, [[shift + 1, 0]])
     return weight * padded[1:n + 1] + (1.0 - weight) * padded[:n]
+''',
+    },
+    "helpers.exercises.labels:check_rule_effect": {
+        "what agreed before = changed minus what agrees now": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (with_rule.voicing == known.voicing)
+    return int(changed.sum()), int(now_agree.sum()), int(changed.sum() - now_agree.sum())
+''',
+        "counts every agreeing frame, not only the changed ones": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    return (int(changed.sum()), int((with_rule.voicing == known.voicing).sum()),
+            int((without_rule.voicing == known.voicing).sum()))
+''',
+        "compares silence only": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.silent != without_rule.silent
+    now_agree = changed & (with_rule.silent == known.silent)
+    agreed_before = changed & (without_rule.silent == known.silent)
+    return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
+''',
+        "shares, not counts": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (with_rule.voicing == known.voicing)
+    agreed_before = changed & (without_rule.voicing == known.voicing)
+    return changed.mean(), now_agree.mean(), agreed_before.mean()
 ''',
     },
     "helpers.exercises.capstone:check_silence_term": {
