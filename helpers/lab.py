@@ -142,6 +142,11 @@ def _tensor_knobs(loss_fn: Callable) -> tuple[str, ...]:
     return ("else_scale",) if base is cond_loop_voicing_loss else ()
 
 
+def _change(model: keras.Model, before: list[np.ndarray]) -> np.ndarray:
+    """Every trainable weight's change since ``snapshot`` gave ``before``, as one vector."""
+    return np.concatenate([(a - b).ravel() for a, b in zip(snapshot(model), before)])
+
+
 def _trial_update(state: TrainingState, grads: list) -> np.ndarray:
     """From ``state``, one Adam step with ``grads``: every weight's change, as one vector;
     then the state is put back (``TrainingState.trial_step``, with the direction kept)."""
@@ -151,7 +156,7 @@ def _trial_update(state: TrainingState, grads: list) -> np.ndarray:
         warnings.simplefilter("ignore")  # Keras warns about a None among the gradients
         try:
             state.optimizer.apply_gradients(zip(grads, state.model.trainable_variables))
-            return np.concatenate([(a - b).ravel() for a, b in zip(snapshot(state.model), before)])
+            return _change(state.model, before)
         finally:
             state.restore()
 
@@ -254,8 +259,7 @@ class LabComputation:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # a None among the gradients
                         optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
-                    last = np.concatenate([(a - b).ravel()
-                                           for a, b in zip(snapshot(self.model), before)])
+                    last = _change(self.model, before)
                 state = TrainingState(self.model, optimizer)
                 voiced = _trial_update(state, compute()[1])
             finally:
