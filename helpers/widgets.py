@@ -1,7 +1,8 @@
 """The interactive gradient lab's view: ipywidgets controls for a ``helpers.lab`` computation
 (clip, loss, its knobs, execution mode, what to do with missing gradients), the summary line,
 the gradient table with its plot, and the Adam panel (notebook 04's lesson: zeros are not a
-neutral update, Adam's momentum keeps moving). Controls, by name (``GradientLab.controls``):
+neutral update, Adam's momentum keeps moving; the panel gives the next step's size and its
+direction, the cosine with the last voiced step). Controls, by name (``GradientLab.controls``):
 ``clip``, ``loss``, ``else_scale`` (the accepted answer's hack: the scale of the
 else-branches), ``silence_weight`` (the masked loss's silence term), ``mode`` (``eager`` or
 ``tf.function``) and ``policy`` (``None``, ``zeros`` or ``skip``). Callbacks write into
@@ -22,14 +23,13 @@ import matplotlib.pyplot as plt
 from IPython.display import HTML, Image
 
 from helpers.gradients import GradientReport
-from helpers.lab import (
+from helpers.lab import LabComputation, LabResult
+from helpers.lab_settings import (
     ELSE_SCALES,
     KNOBS,
     MODES,
     POLICIES,
     SILENCE_WEIGHTS,
-    LabComputation,
-    LabResult,
     LabSetting,
 )
 from helpers.plots import plot_gradient_norms

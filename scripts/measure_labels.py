@@ -8,7 +8,7 @@ The clips: the synthetic ones in ``data/`` (clean, and mixed at 5 and 15 dB), th
 5 dB (three seeds each), and the capstone's held-back, validation and wider mixtures with
 their clean utterances. For each group it prints the mean agreement with and without
 ``trim_voicing_decay`` (``voicing_decay_db=None``) and the clips where any frame's agreement
-changes, frame by frame. ``labels_from_audio``'s docstring and notebook 06 quote it.
+changes, frame by frame. ``labels_from_audio``'s docstring and notebook 07 quote it.
 """
 
 from __future__ import annotations

@@ -190,6 +190,19 @@ def delay(audio, samples):
 
     return (1.0 - fraction) * shifted(whole) + fraction * shifted(whole + 1)
 ''',
+    "helpers.exercises.labels:check_rule_effect": '''
+import numpy as np
+
+
+def rule_effect(known, with_rule, without_rule):
+    counts = [0, 0, 0]
+    for k, w, wo in zip(known.voicing, with_rule.voicing, without_rule.voicing):
+        if w != wo:
+            counts[0] += 1
+            counts[1] += int(w == k)
+            counts[2] += int(wo == k)
+    return tuple(counts)
+''',
     "helpers.exercises.capstone:check_silence_term": '''
 import tensorflow as tf
 
@@ -471,6 +484,34 @@ def delay(audio, samples):
     return weight * padded[1:n + 1] + (1.0 - weight) * padded[:n]
 ''',
     },
+    "helpers.exercises.labels:check_rule_effect": {
+        "what agreed before = changed minus what agrees now": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (with_rule.voicing == known.voicing)
+    return int(changed.sum()), int(now_agree.sum()), int(changed.sum() - now_agree.sum())
+''',
+        "counts every agreeing frame, not only the changed ones": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    return (int(changed.sum()), int((with_rule.voicing == known.voicing).sum()),
+            int((without_rule.voicing == known.voicing).sum()))
+''',
+        "compares silence only": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.silent != without_rule.silent
+    now_agree = changed & (with_rule.silent == known.silent)
+    agreed_before = changed & (without_rule.silent == known.silent)
+    return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
+''',
+        "shares, not counts": '''
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (with_rule.voicing == known.voicing)
+    agreed_before = changed & (without_rule.voicing == known.voicing)
+    return changed.mean(), now_agree.mean(), agreed_before.mean()
+''',
+    },
     "helpers.exercises.capstone:check_silence_term": {
         "computed through NumPy": '''
 import numpy as np
@@ -519,6 +560,36 @@ from helpers.audio import frame
 def silence_term(reference, estimate, labels):
     power = tf.reduce_mean(tf.square(frame(estimate)), axis=-1)
     return tf.reduce_mean(tf.boolean_mask(power, labels.silent))
+''',
+        "a whole-clip penalty weighted by the share of silent frames": '''
+import tensorflow as tf
+
+
+def silence_term(reference, estimate, labels):
+    share = float(labels.silent.mean())
+    return share * tf.reduce_mean(tf.square(estimate - reference))
+''',
+        "silence where the reference is exactly zero": '''
+import tensorflow as tf
+
+
+def silence_term(reference, estimate, labels):
+    silent = tf.equal(tf.cast(reference, tf.float32), 0.0)
+    count = tf.reduce_sum(tf.cast(silent, tf.float32))
+    return tf.reduce_sum(tf.where(silent, tf.square(estimate), 0.0)) / tf.maximum(count, 1.0)
+''',
+        "silence where the reference is quiet, not where the labels say": '''
+import tensorflow as tf
+
+from helpers.audio import frame
+
+
+def silence_term(reference, estimate, labels):
+    clean = frame(tf.cast(reference, tf.float32))
+    quiet = tf.reduce_mean(tf.square(clean), axis=-1) < 1e-4
+    power = tf.reduce_mean(tf.square(frame(estimate) - clean), axis=-1)
+    count = tf.reduce_sum(tf.cast(quiet, tf.float32))
+    return tf.reduce_sum(tf.where(quiet, power, 0.0)) / tf.maximum(count, 1.0)
 ''',
     },
 }
@@ -748,3 +819,41 @@ def test_masked_log_distance_names_the_real_fault(label):
     spec = "helpers.exercises.voicing_loss:check_masked_log_distance"
     result = _checker(spec)(_function(NEAR_MISSES[spec][label], "masked_log_distance"))
     assert not result.passed and MASKED_LOG_DISTANCE_FAULTS[label] in result.message, result
+
+
+def test_silence_term_checker_names_the_mixed_clip_mistakes():
+    """Checker 6.1 on a real clip with a pause (room noise) and speech: each wrong answer of
+    issue 24 fails for its own reason, and a term that ignores the labels it is given (here:
+    the clip's first labels, fixed) passes on that clip and fails once the labels change."""
+    import numpy as np
+    import tensorflow as tf
+
+    from helpers.audio import frame
+    from helpers.dataset import clip_excerpt
+    from helpers.exercises.capstone import (
+        MIXED_CLIP,
+        _relabelled,
+        _where_it_pulls,
+        check_silence_term,
+    )
+
+    spec = "helpers.exercises.capstone:check_silence_term"
+    misses = NEAR_MISSES[spec]
+    share = check_silence_term(_function(
+        misses["a whole-clip penalty weighted by the share of silent frames"], "silence_term"))
+    assert not share.passed and "frames the labels do not call silent" in share.message
+    zeros = check_silence_term(_function(
+        misses["silence where the reference is exactly zero"], "silence_term"))
+    assert not zeros.passed and "room noise, not digital zeros" in zeros.message
+    mixed = clip_excerpt(MIXED_CLIP)
+    assert np.mean(mixed.clean[:mixed.labels.hop_length * 8] == 0) < 0.1  # not zeros
+
+    def as_labelled(reference, estimate, labels):  # the labels of the original clip, always
+        silent = tf.constant(mixed.labels.silent)
+        power = tf.reduce_mean(tf.square(frame(estimate) - frame(reference)), axis=-1)
+        return tf.reduce_sum(tf.where(silent, power, 0.0)) / tf.maximum(
+            tf.reduce_sum(tf.cast(silent, tf.float32)), 1.0)
+
+    assert _where_it_pulls(as_labelled, mixed) is None
+    # relabelled, it sees none of the frames now called silent
+    assert "sees only 0% of those frames" in _where_it_pulls(as_labelled, _relabelled(mixed))

@@ -4,7 +4,7 @@
     8  capstone_evaluation
     7  capstone_model, widgets
     6  capstone_recipe, lab, exercises (the package and its submodules), probe (the package)
-    5  training, loss_reach, capstone_data, probe.locate
+    5  training, loss_reach, capstone_data, probe.locate, lab_settings
     4  dataset, denoiser, voicing_loss, label_measurement, probe.location, probe.keras_marks
     3  labels, gru_state, probe.marks, probe.exits, noise, baselines
     2  synth, plots
@@ -39,7 +39,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     3: ("labels", "gru_state", "probe.marks", "probe.exits", "noise", "baselines"),
     4: ("dataset", "denoiser", "voicing_loss", "label_measurement", "probe.location",
         "probe.keras_marks"),
-    5: ("training", "loss_reach", "capstone_data", "probe.locate"),
+    5: ("training", "loss_reach", "capstone_data", "probe.locate", "lab_settings"),
     6: ("capstone_recipe", "lab", "exercises", "probe"),
     7: ("capstone_model", "widgets"),
     8: ("capstone_evaluation",),

@@ -14,15 +14,13 @@ import tensorflow as tf
 
 from helpers.dataset import Clip, ClipExcerpt, excerpt, load_clip
 from helpers.denoiser import enhance, make_conv_denoiser
-from helpers.lab import (
-    ADAM_LEARNING_RATE,
-    ADAM_WARMUP_STEPS,
+from helpers.lab import ADAM_LEARNING_RATE, ADAM_WARMUP_STEPS, lab_model
+from helpers.lab_settings import (
     CONTROL_NAMES,
     ELSE_SCALES,
     LAB_CLIPS,
     SILENCE_WEIGHTS,
     lab_examples,
-    lab_model,
 )
 from helpers.labels import LabelError
 from helpers.training import TrainingState, mean_abs_change, restore_weights, snapshot
@@ -167,32 +165,62 @@ def test_the_policy_none_zeros_skip(lab):
 
 
 def test_the_adam_panel_is_notebook_04s_experiment(model, lab):
-    """Adam's step on zero gradients after voiced steps, as a fraction of a voiced step,
-    computed again here by hand: Adam takes the steps on the voiced clip with the masked
-    loss, then one more step on zeros and, from the same state, one on the voiced clip."""
-    shown = lab.result_for("silent", "per-frame (question)", policy="zeros").adam
-    example = lab_examples({"voiced": LAB_CLIPS["voiced"]})["voiced"]
+    """Adam's step after voiced steps, its size as a fraction of a voiced step and its
+    direction as the cosine with the last voiced step, computed again here by hand: Adam
+    takes the steps on the voiced clip with the masked loss, then, from the same state, one
+    step on zeros, on the 1e-10 hack's gradients, on the silence term's and on the voiced
+    clip. Zeros and the hack are momentum alone; the silence term turns the step."""
+    shown = {"zeros": lab.result_for("silent", "per-frame (question)", policy="zeros").adam,
+             "hack": lab.result_for("silent", "per-frame (question)", else_scale="1e-10").adam,
+             "silence term": lab.result_for("silent", "masked", silence_weight="1").adam}
+    examples = lab_examples({c: LAB_CLIPS[c] for c in ("voiced", "silent")})
     variables = model.trainable_variables
     original = snapshot(model)
 
-    def voiced_grads():
+    def grads(clip, loss_fn, **kwargs):
+        example = examples[clip]
         with tf.GradientTape() as tape:
-            loss = masked_voicing_loss(example.clean,
-                                       enhance(model, example.audio), example.labels)
+            loss = loss_fn(example.clean, enhance(model, example.audio), example.labels,
+                           **kwargs)
         return tape.gradient(loss, variables)
 
+    def flat(weights):
+        return np.concatenate([np.ravel(w) for w in weights])
+
+    setting_grads = {"zeros": [tf.zeros_like(v) for v in variables],
+                     "hack": grads("silent", cond_loop_voicing_loss, else_scale=1e-10),
+                     "silence term": grads("silent", masked_voicing_loss, silence_weight=1.0)}
     optimizer = keras.optimizers.Adam(learning_rate=ADAM_LEARNING_RATE)
+    updates = {}
     try:
         for _ in range(ADAM_WARMUP_STEPS):
-            optimizer.apply_gradients(zip(voiced_grads(), variables))
+            before = flat(snapshot(model))
+            optimizer.apply_gradients(zip(grads("voiced", masked_voicing_loss), variables))
+            last = flat(snapshot(model)) - before
         state = TrainingState(model, optimizer)
-        voiced = state.trial_step(voiced_grads())
-        zeros = state.trial_step([tf.zeros_like(v) for v in variables])
+        for name, step_grads in {**setting_grads,
+                                 "voiced": grads("voiced", masked_voicing_loss)}.items():
+            state.restore()
+            start = flat(snapshot(model))
+            optimizer.apply_gradients(zip(step_grads, variables))
+            updates[name] = flat(snapshot(model)) - start
+        state.restore()
     finally:
         restore_weights(model, original)
-    assert shown.outcome == "step" and shown.fraction == pytest.approx(zeros / voiced, rel=1e-3)
-    assert 0.5 < shown.fraction < 1.0  # momentum: most of a step, on a clip that asked none
-    assert f"{shown.fraction:.0%} as far as a voiced step" in shown.describe()
+    voiced = np.abs(updates["voiced"]).mean()
+    cosines = {}
+    for name, adam in shown.items():
+        update = updates[name]
+        cosines[name] = update @ last / (np.linalg.norm(update) * np.linalg.norm(last))
+        assert adam.outcome == "step", name
+        assert adam.fraction == pytest.approx(np.abs(update).mean() / voiced, rel=1e-3), name
+        assert adam.cosine == pytest.approx(cosines[name], abs=1e-4), name
+    assert cosines["zeros"] > 0.999 and cosines["hack"] > 0.999  # momentum, straight on
+    assert cosines["silence term"] < 0.95  # measured 0.90: the new gradient turns the step
+    zeros = shown["zeros"]
+    assert 0.5 < zeros.fraction < 1.0  # momentum: most of a step, on a clip that asked none
+    assert f"{zeros.fraction:.0%} as far as a voiced step" in zeros.describe()
+    assert "at cosine 1 to the last voiced step" in zeros.describe()
 
 
 # --------------------------------------------------------------- the learner's own pieces

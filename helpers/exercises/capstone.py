@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -10,17 +12,21 @@ from helpers.audio import frame
 from helpers.dataset import Clip, ClipExcerpt, clip_excerpt
 from helpers.denoiser import enhance, make_conv_denoiser
 from helpers.exercises import CheckResult, run_check
+from helpers.labels import Voicing
 from helpers.training import make_train_step
 from helpers.voicing_loss import masked_voicing_loss
 
-# The gradient lab's silent and voiced clips (helpers.lab.LAB_CLIPS): 16 frames each.
+# The gradient lab's silent and voiced clips (helpers.lab_settings.LAB_CLIPS): 16 frames each.
 SILENT_CLIP = ClipExcerpt("silence", 4, 20)
 VOICED_CLIP = ClipExcerpt("vowel_a", 10, 26)
+# A mixed clip of the real recording: a pause that holds the room's noise (not digital
+# zeros), then speech. Its frames 17-23 are unvoiced: relabelled silent to test the labels.
+MIXED_CLIP = ClipExcerpt("arctic_a0009", 0, 40)
+RELABELLED_FRAMES = slice(17, 24)
 EXERCISE_TRAIN_STEPS = 40
 EXERCISE_LEARNING_RATE = 0.02
 REQUIRED_FALL_DB = 6.0
-
-
+SEEN_SHARE = 0.9  # of the samples only silent frames hold, the share the term must see
 
 
 def _global_norm(grads: list) -> float:
@@ -44,12 +50,52 @@ def _level_db(model: keras.Model, example: Clip):
     return level
 
 
+def _relabelled(example: Clip) -> Clip:
+    """The mixed clip with other labels: its pause called unvoiced, and an unvoiced stretch
+    of speech called silent. A term that follows the labels follows them there."""
+    voicing = example.labels.voicing.copy()
+    voicing[voicing == Voicing.SILENT] = Voicing.UNVOICED
+    voicing[RELABELLED_FRAMES] = Voicing.SILENT
+    return dataclasses.replace(example, labels=dataclasses.replace(example.labels,
+                                                                   voicing=voicing))
+
+
+def _where_it_pulls(fn, example: Clip) -> str | None:
+    """What is wrong with where the term's gradient (with respect to the output) falls on a
+    clip with speech and silent frames, or None: it must reach nearly every sample that only
+    silent frames hold, and no sample that only other frames hold."""
+    silent = tf.constant(example.labels.silent)
+    probe = tf.constant(example.clean + 0.01 * np.sign(example.audio - example.clean))
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(probe)
+        value = fn(example.clean, probe, example.labels)
+        frames = frame(probe)
+        in_silent = tf.reduce_sum(tf.where(silent[:, None], frames, 0.0))
+        in_other = tf.reduce_sum(tf.where(silent[:, None], 0.0, frames))
+    pull = np.abs(tape.gradient(value, probe).numpy()) if isinstance(value, tf.Tensor) \
+        else np.zeros(len(example.clean))
+    only_silent = tape.gradient(in_other, probe).numpy() == 0
+    only_other = tape.gradient(in_silent, probe).numpy() == 0
+    seen = np.mean(pull[only_silent] > 0)
+    if seen < SEEN_SHARE:
+        return (f"on a clip whose silent frames hold room noise, not digital zeros, the term "
+                f"sees only {seen:.0%} of those frames' samples: silence is what the labels "
+                "say, whatever the reference holds there.")
+    if pull[only_other].max() > 1e-6 * pull.max():
+        return ("on a clip with speech and a pause, the term also pulls the output on frames "
+                "the labels do not call silent: it would turn speech down whenever a clip has "
+                "any silent frame.")
+    return None
+
+
 def check_silence_term(function) -> CheckResult:
     """``function(reference, estimate, labels)`` is a loss term for silent frames: a scalar
-    tensor with a gradient on the lab's silent clip, nothing to say (no gradient) on a clip
-    without silent frames, and, added to the masked loss without its own silence term and
-    trained inside ``tf.function`` (Adam, 40 steps), it turns the output on silence down by
-    at least 6 dB at some step."""
+    tensor with a gradient on the lab's silent clip; on a real clip with a pause (room noise,
+    not zeros) and speech, a pull on every sample of the frames the labels call silent and on
+    no other, also when the labels change; nothing to say (no gradient) on a clip without
+    silent frames; and, added to the masked loss without its own silence term and trained
+    inside ``tf.function`` (Adam, 40 steps), it turns the output on silence down by at least
+    6 dB at some step."""
 
     def check(fn):
         silent, voiced = clip_excerpt(SILENT_CLIP), clip_excerpt(VOICED_CLIP)
@@ -67,6 +113,11 @@ def check_silence_term(function) -> CheckResult:
             return False, ("on the silent clip the term has no gradient (None or zero): "
                            "it cannot teach the model anything.")
         silent_norm = _global_norm(grads)
+        mixed = clip_excerpt(MIXED_CLIP)
+        for example in (mixed, _relabelled(mixed)):
+            problem = _where_it_pulls(fn, example)
+            if problem:
+                return False, problem
         with tf.GradientTape() as tape:
             on_speech = fn(voiced.clean, enhance(model, voiced.audio), voiced.labels)
         if not np.isfinite(float(on_speech)):
@@ -96,9 +147,9 @@ def check_silence_term(function) -> CheckResult:
             return False, (f"in {EXERCISE_TRAIN_STEPS} training steps the output level on silence "
                            f"{direction}: the term must grow when the output there is louder.")
         return True, (f"within {EXERCISE_TRAIN_STEPS} steps inside tf.function the output "
-                      f"on the lab's "
-                      f"silent clip fell more than {REQUIRED_FALL_DB:.0f} dB below where it "
-                      "started, and on speech the term has no gradient.")
+                      f"on the lab's silent clip fell more than {REQUIRED_FALL_DB:.0f} dB below "
+                      "where it started; on a real clip with a pause and speech the term pulls "
+                      "exactly the frames the labels call silent, and on speech alone nothing.")
 
     return run_check("Exercise 6.1 (a loss term that teaches silence)", function, check,
                      hint="Build the term from the estimate with TensorFlow operations only, "
