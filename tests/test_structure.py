@@ -1,8 +1,8 @@
 """The size limits of helpers/ (CONTRIBUTING.md, "Code"), measured so they stay true.
 
 A module is at most 400 lines, a class at most 150, a function body at most 60 (its
-docstring excluded), and a docstring at most 15 lines. The probe (``helpers/probe*``) is
-being split on its own issue: it is measured once that lands (``EXCLUDED``).
+docstring excluded), and a docstring at most 15 lines, in every module, the probe package's
+included.
 
 One name per concept: one public ``denoise`` (``helpers.capstone.denoise``), and one clip type
 (``helpers.dataset.Clip``): no other helper module defines a function ``denoise`` or a class
@@ -18,7 +18,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HELPERS = ROOT / "helpers"
-EXCLUDED = ("probe",)  # module names (or prefixes) measured once their issue lands
 MAX_MODULE_LINES = 400
 MAX_CLASS_LINES = 150
 MAX_FUNCTION_BODY_LINES = 60
@@ -26,8 +25,7 @@ MAX_DOCSTRING_LINES = 15
 
 
 def helper_files() -> list[Path]:
-    return sorted(p for p in HELPERS.rglob("*.py")
-                  if not any(p.stem.startswith(name) for name in EXCLUDED))
+    return sorted(HELPERS.rglob("*.py"))
 
 
 def docstring_lines(node: ast.AST) -> int:
@@ -123,8 +121,7 @@ def test_helper_modules_keep_the_size_limits(path):
 
 
 def definitions(kind: type) -> list[tuple[str, str]]:
-    """``(module, name)`` of every top-level function or class of that kind in helpers/
-    (the probe included: a name clash does not wait for its split)."""
+    """``(module, name)`` of every top-level function or class of that kind in helpers/."""
     found = []
     for path in sorted(HELPERS.rglob("*.py")):
         for node in ast.parse(path.read_text()).body:
@@ -150,8 +147,11 @@ def test_one_clip_type():
 
 def test_every_helper_module_has_its_test_file():
     """``helpers/<module>.py`` is tested in ``tests/test_<module>.py``; the exercise checkers
-    (the ``helpers.exercises`` package) in ``tests/test_exercises.py``."""
+    (the ``helpers.exercises`` package) in ``tests/test_exercises.py``, and each module of the
+    ``helpers.probe`` package in ``tests/test_probe_<module>.py`` (its ``__init__`` in
+    ``tests/test_probe.py``)."""
     modules = {p.stem for p in HELPERS.glob("*.py") if p.stem != "__init__"} | {"exercises"}
-    missing = sorted(m for m in modules - set(EXCLUDED)
-                     if not (ROOT / "tests" / f"test_{m}.py").exists())
+    modules |= {"probe"} | {f"probe_{p.stem}" for p in (HELPERS / "probe").glob("*.py")
+                            if p.stem != "__init__"}
+    missing = sorted(m for m in modules if not (ROOT / "tests" / f"test_{m}.py").exists())
     assert not missing, f"helper modules without tests/test_<module>.py: {missing}"
