@@ -295,14 +295,16 @@ def max_abs_diff(a, b) -> float:
 
 @dataclass(frozen=True)
 class OpGradient:
-    """What ``tape.gradient`` gives through one op: ``status`` is ``"none"``, ``"zero"``,
-    ``"ok"`` or ``"raises <ErrorName>"``; ``message`` is the last line of that error (else "")."""
+    """What ``tape.gradient`` gives through one op: a ``status`` of the report's vocabulary
+    (``"none"``, ``"zero"``, ``"ok"``), or, when asking raises, no status and the ``error``'s
+    name with the last line of its ``message``. Printed: the status, or ``raises <error>``."""
 
-    status: str
+    status: Status | None
+    error: str = ""
     message: str = ""
 
     def __str__(self) -> str:
-        return self.status
+        return self.status if self.status is not None else f"raises {self.error}"
 
 
 def op_gradient(op: Callable[[tf.Tensor], tf.Tensor], source: tf.Variable,
@@ -326,6 +328,6 @@ def op_gradient(op: Callable[[tf.Tensor], tf.Tensor], source: tf.Variable,
     try:
         value = float(tf.function(largest_gradient)() if traced else largest_gradient())
     except Exception as error:  # which error it raises is the measurement
-        return OpGradient(f"raises {type(error).__name__}",
+        return OpGradient(None, type(error).__name__,
                           str(error).strip().splitlines()[-1].strip())
     return OpGradient("none" if value < 0 else "zero" if value == 0 else "ok")
