@@ -166,9 +166,9 @@ def print_ablation(comparisons: dict[str, Comparison]) -> None:
     """``ablation_rows`` as a table: mean SI-SDR (dB) and level on silent frames (dB)."""
     rows = ablation_rows(comparisons)
     columns = list(next(iter(rows.values())))
-    print(f"{'':30s}" + "".join(f"{c:>24s}" for c in columns))
+    print(f"{'':30s}" + "".join(f"{c:>18s}" for c in columns))
     for system, row in rows.items():
-        print(f"{system:30s}" + "".join(f"{row[c]:24.1f}" for c in columns))
+        print(f"{system:30s}" + "".join(f"{row[c]:18.1f}" for c in columns))
 
 
 # ------------------------------------------------------------------ the checks 06 asserts
