@@ -6,12 +6,10 @@
 * ``spectral_subtraction(noisy, ...)``: power spectral subtraction on a ``scipy.signal.stft``, with
   the noise spectrum estimated from the input itself (the mean power of its quietest frames
   in each bin), a spectral floor, and the noisy phase.
-* ``spectral_gating(noisy, stationary)``: the ``noisereduce`` package's spectral gating with
-  its default settings (``noisereduce.reduce_noise``), nothing tuned. Stationary: a threshold
-  per frequency bin at the mean plus 1.5 standard deviations of the noisy clip's own dB
-  spectrogram (the whole clip: no separate noise sample is given); bins below it are gated.
-  Non-stationary: the noise floor of each bin is the noisy magnitude spectrogram smoothed in
-  time (a 2 s time constant, forwards and backwards); a sigmoid gate passes bins well above it.
+* ``spectral_gating(noisy, stationary)``: ``noisereduce.reduce_noise`` with its defaults.
+  Stationary: each bin's threshold is the mean plus 1.5 standard deviations of the whole noisy
+  clip's dB spectrogram. Non-stationary: each bin's noise floor is the noisy spectrogram
+  smoothed in time (2 s time constant); a sigmoid gate passes bins well above it.
 * ``si_sdr``: scale-invariant signal-to-distortion ratio (Le Roux et al., 2019), in dB;
   ``stoi``: short-time objective intelligibility, from the ``pystoi`` package.
 """
