@@ -6,6 +6,10 @@
 * ``spectral_subtraction(noisy, ...)``: power spectral subtraction on a ``scipy.signal.stft``, with
   the noise spectrum estimated from the input itself (the mean power of its quietest frames
   in each bin), a spectral floor, and the noisy phase.
+* ``spectral_gating(noisy, stationary)``: ``noisereduce.reduce_noise`` with its defaults.
+  Stationary: each bin's threshold is the mean plus 1.5 standard deviations of the whole noisy
+  clip's dB spectrogram. Non-stationary: each bin's noise floor is the noisy spectrogram
+  smoothed in time (2 s time constant); a sigmoid gate passes bins well above it.
 * ``si_sdr``: scale-invariant signal-to-distortion ratio (Le Roux et al., 2019), in dB;
   ``stoi``: short-time objective intelligibility, from the ``pystoi`` package.
 """
@@ -94,6 +98,17 @@ def spectral_subtraction(noisy, over_subtraction: float = 2.0, floor: float = 0.
     gain = np.sqrt(np.maximum(1.0 - over_subtraction * noise_power / np.maximum(power, 1e-20),
                               floor ** 2))
     _, out = signal.istft(gain * spectrum, nperseg=n_fft, noverlap=overlap)
+    return np.pad(out, (0, max(0, len(noisy) - len(out))))[:len(noisy)].astype(np.float32)
+
+
+def spectral_gating(noisy, stationary: bool, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """``noisereduce.reduce_noise`` with its default settings (stationary or not), same
+    length out. The noise estimate comes from the noisy clip itself (module docstring)."""
+    import noisereduce  # imported here: only the capstone needs it
+
+    check_audio(noisy, "noisy")
+    noisy = np.asarray(noisy, dtype=np.float32)
+    out = noisereduce.reduce_noise(y=noisy, sr=int(sample_rate), stationary=bool(stationary))
     return np.pad(out, (0, max(0, len(noisy) - len(out))))[:len(noisy)].astype(np.float32)
 
 

@@ -1,11 +1,14 @@
 """The capstone's public names, in one place (notebook 06 and ``scripts/`` import them here).
 
 * ``train_denoiser(loss="masked", seed=0) -> keras.Model``: the GRU floor step model
-  trained with the masked loss or with ``loss="seed"``, the voicing-loss question's per-frame
-  loop; ``seed=0`` loads the shipped weights (``helpers.capstone_model``).
+  trained on synthetic speech with the masked loss or with ``loss="seed"``, the voicing-loss
+  question's per-frame loop (or one of the ablation's variants, ``TRAINED_LOSSES``);
+  ``seed=0`` loads the shipped weights (``helpers.capstone_model``).
 * ``denoise(model, noisy) -> np.ndarray``: 16 kHz mono float audio in, the same length out.
 * The recipe and the training run: ``helpers.capstone_recipe``. The comparison and the checks
-  notebook 06 asserts: ``helpers.capstone_evaluation``.
+  notebook 06 asserts, on the synthetic held-back set and on real held-back speech
+  (``helpers.capstone_data.real_held_back_mixtures``), reported separately:
+  ``helpers.capstone_evaluation``.
 """
 
 from helpers.capstone_evaluation import (
@@ -15,12 +18,14 @@ from helpers.capstone_evaluation import (
     QUIET_ON_SILENCE_DB,
     SYSTEMS,
     Comparison,
+    ablation_rows,
     beats_baselines,
     beats_classical,
     beats_input,
     classical_settings,
     compare,
     frame_energies,
+    print_ablation,
     print_table,
     quiet_on_silence,
     quieter_on_silence_db,
@@ -35,6 +40,8 @@ from helpers.capstone_model import (
     weights_path,
 )
 from helpers.capstone_recipe import (
+    ABLATION_LABELS,
+    ABLATION_WEIGHTS,
     CAPSTONE_LEARNING_RATE,
     CAPSTONE_SILENCE_WEIGHT,
     CAPSTONE_UNITS,
@@ -47,6 +54,7 @@ from helpers.capstone_recipe import (
     SHIPPED_NOISE_INSTANCES,
     SHIPPED_TRAIN_STEPS,
     SNR_RANGE_DB,
+    TRAINED_LOSSES,
     TrainingRun,
     check_loss_name,
     loss_on_magnitudes,
@@ -65,12 +73,14 @@ __all__ = [
     "QUIET_ON_SILENCE_DB",
     "SYSTEMS",
     "Comparison",
+    "ablation_rows",
     "beats_baselines",
     "beats_classical",
     "beats_input",
     "classical_settings",
     "compare",
     "frame_energies",
+    "print_ablation",
     "print_table",
     "quiet_on_silence",
     "quieter_on_silence_db",
@@ -81,6 +91,8 @@ __all__ = [
     "train_denoiser",
     "weights_bytes",
     "weights_path",
+    "ABLATION_LABELS",
+    "ABLATION_WEIGHTS",
     "CAPSTONE_LEARNING_RATE",
     "CAPSTONE_SILENCE_WEIGHT",
     "CAPSTONE_UNITS",
@@ -93,6 +105,7 @@ __all__ = [
     "SHIPPED_NOISE_INSTANCES",
     "SHIPPED_TRAIN_STEPS",
     "SNR_RANGE_DB",
+    "TRAINED_LOSSES",
     "TrainingRun",
     "check_loss_name",
     "loss_on_magnitudes",

@@ -1,5 +1,12 @@
-"""The capstone's data: speech-like utterances (``helpers.noise.random_utterance``) and
-realistic noise, split by utterance AND by noise instance, as ``helpers.dataset.Clip``s.
+"""The capstone's data, as ``helpers.dataset.Clip``s, split by utterance AND by noise instance:
+
+* synthetic speech (``helpers.noise.random_utterance``: harmonic vowels, noise fricatives,
+  pauses of exact zeros), for training, validation and the synthetic held-back set;
+* real speech (CMU ARCTIC, ``data/cmu_arctic/``, unmodified; pauses hold room noise): one
+  utterance of each of three speakers held back (``real_held_back_mixtures``), the other three
+  for validation only. No real recording is trained on.
+
+All five noise families are generated (``helpers.noise.make_noise``), babble included.
 
 Seed ranges: training utterances 1000.., held-back utterances 2000.., validation 2500..;
 training noise instances 3000.., held-back noise 5000.., wider held-back noise 7000..,
@@ -17,6 +24,7 @@ import numpy as np
 from helpers.audio import SAMPLE_RATE, load_audio, num_frames
 from helpers.checks import check_choice, check_int
 from helpers.dataset import DATA_DIR, Clip, read_manifest
+from helpers.label_measurement import labels_from_audio
 from helpers.labels import FrameLabels, labels_from_segments
 from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
 from helpers.synth import synthesize
@@ -187,3 +195,57 @@ def validation_mixtures() -> list[Clip]:
     from both held-back sets (utterances and noise instances), so choosing on it says nothing
     about the held-back scores."""
     return _generated_mixtures("validation", VALIDATION_SEEDS, VALIDATION_NOISE_SEED)
+
+
+REAL_DIR = "cmu_arctic"
+# Real speech (data/cmu_arctic/, CMU ARCTIC, unmodified 16 kHz recordings): one utterance of
+# each speaker held back, never trained on and never used to choose anything; the other three
+# are the real validation set. slt and aew speak US English, axb Indian English.
+REAL_HELD_BACK: tuple[str, ...] = ("arctic_a0010", "cmu_arctic_us_aew_a0002",
+                                   "cmu_arctic_us_axb_a0005")
+REAL_VALIDATION: tuple[str, ...] = ("arctic_a0009", "cmu_arctic_us_aew_a0001",
+                                    "cmu_arctic_us_axb_a0004")
+REAL_SPEAKERS = {"arctic_a0009": "slt", "arctic_a0010": "slt", "cmu_arctic_us_aew_a0001": "aew",
+                 "cmu_arctic_us_aew_a0002": "aew", "cmu_arctic_us_axb_a0004": "axb",
+                 "cmu_arctic_us_axb_a0005": "axb"}
+REAL_HELD_BACK_NOISE_SEED = 11000
+REAL_VALIDATION_NOISE_SEED = 13000
+
+
+@cache
+def real_utterance(name: str) -> tuple[np.ndarray, FrameLabels]:
+    """A real recording from ``data/cmu_arctic/`` and its labels, measured from the audio
+    (``helpers.label_measurement.labels_from_audio``: silence = frames near the clip's own
+    room-noise floor, not digital zeros)."""
+    check_choice(name, tuple(REAL_SPEAKERS), "real utterance")
+    audio, _ = load_audio(DATA_DIR / REAL_DIR / f"{name}.wav")
+    return audio, labels_from_audio(audio)
+
+
+def _real_mixtures(names: tuple[str, ...], noise_seed: int) -> list[Clip]:
+    mixtures = []
+    for index, name in enumerate(names):
+        clean, labels = real_utterance(name)
+        for k, family in enumerate(NOISE_FAMILIES):
+            noise = make_noise(family, len(clean), noise_seed + 10 * index + k)
+            mixtures.append(_mixture(f"{name}_{family}", name, family,
+                                     mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+    return mixtures
+
+
+@cache
+def _real_held_back() -> tuple[Clip, ...]:
+    return tuple(_real_mixtures(REAL_HELD_BACK, REAL_HELD_BACK_NOISE_SEED))
+
+
+def real_held_back_mixtures() -> list[Clip]:
+    """The real-speech test set: each ``REAL_HELD_BACK`` recording with a fresh instance of
+    every noise family (seeds ``REAL_HELD_BACK_NOISE_SEED + 10 * index + family``) at
+    ``CAPSTONE_SNR_DB``: fifteen mixtures, made here from the shipped recordings."""
+    return list(_real_held_back())
+
+
+def real_validation_mixtures() -> list[Clip]:
+    """The real validation set: each ``REAL_VALIDATION`` recording with fresh noise of every
+    family (seeds ``REAL_VALIDATION_NOISE_SEED + ...``) at ``CAPSTONE_SNR_DB``."""
+    return _real_mixtures(REAL_VALIDATION, REAL_VALIDATION_NOISE_SEED)

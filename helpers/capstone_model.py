@@ -1,6 +1,6 @@
-"""The capstone's shipped models: their weight files (``data/capstone/``, checked against
-the SHA-256 in ``data/manifest.json``), ``train_denoiser`` (load or train one) and ``denoise``
-(run one on any 16 kHz mono clip).
+"""The capstone's shipped models (trained on synthetic speech): their weight files
+(``data/capstone/``, checked against the SHA-256 in ``data/manifest.json``),
+``train_denoiser`` (load or train one) and ``denoise`` (run one on any 16 kHz mono clip).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The capstone's training recipe: the GRU floor step model, its two losses (``"masked"`` and
 ``"seed"``, the voicing-loss question's per-frame loop) and the ``tf.function`` training step.
 
-Both models are trained the same way (``train``): batches of the capstone's training
-utterances with random windows of training noise at random SNRs, one ``tf.function`` step per
-batch that takes the noisy audio as its argument, so it traces once. Only the loss differs.
+Both models are trained the same way (``train``): batches of the capstone's synthetic
+training utterances (no real recording is trained on) with random windows of training noise
+at random SNRs, one ``tf.function`` step per batch that takes the noisy audio as its
+argument, so it traces once. Only the loss differs (the ablation's variants,
+``ABLATION_WEIGHTS``, differ only in the masked loss's two weights).
 ``train_shipped`` is the longer offline run that made the shipped weights. The recipe was
 chosen on ``helpers.capstone_data.validation_mixtures``, never on a held-back set (CONTRIBUTING.md,
 "Measured decisions").
@@ -50,8 +52,27 @@ FINAL_LEARNING_RATE_FRACTION = 0.05
 LIVE_TRAIN_STEPS = 1200  # train's default: the recipe without the offline run's extras
 
 
+# The ablation (notebook 06): the masked loss with its two extra terms switched on one at a
+# time, as (silence_weight, voiced_weight); "masked" (both terms) is the shipped model. Each
+# variant is trained with the shipped recipe; only these two weights differ.
+ABLATION_WEIGHTS: dict[str, tuple[float, float]] = {
+    "masked_bare": (0.0, 0.0),
+    "masked_silence": (CAPSTONE_SILENCE_WEIGHT, 0.0),
+    "masked_voiced": (0.0, CAPSTONE_VOICED_WEIGHT),
+    "masked": (CAPSTONE_SILENCE_WEIGHT, CAPSTONE_VOICED_WEIGHT),
+}
+ABLATION_LABELS = {
+    "seed": "question's loss",
+    "masked_bare": "masked, no silence term",
+    "masked_silence": "+ silence term only",
+    "masked_voiced": "+ voiced reconstruction only",
+    "masked": "both (masked-loss model)",
+}
+TRAINED_LOSSES = LOSSES + ("masked_bare", "masked_silence", "masked_voiced")
+
+
 def check_loss_name(loss: str) -> str:
-    return check_choice(loss, LOSSES, "loss")
+    return check_choice(loss, TRAINED_LOSSES, "loss")
 
 
 def make_capstone_model(seed: int = 0, units: int = CAPSTONE_UNITS) -> keras.Model:
@@ -63,10 +84,11 @@ def make_capstone_model(seed: int = 0, units: int = CAPSTONE_UNITS) -> keras.Mod
 def loss_on_magnitudes(loss: str, reference_mag: tf.Tensor, estimate_mag: tf.Tensor,
                        labels: FrameLabels, voiced_weight: float | None = None) -> tf.Tensor:
     """One clip's loss from STFT magnitudes: the masked loss or the question's per-frame loop."""
-    if check_loss_name(loss) == "masked":
+    if check_loss_name(loss) != "seed":
+        silence_weight, default_voiced = ABLATION_WEIGHTS[loss]
         return masked_loss_on_magnitudes(
-            reference_mag, estimate_mag, labels, CAPSTONE_SILENCE_WEIGHT,
-            voiced_weight=CAPSTONE_VOICED_WEIGHT if voiced_weight is None else voiced_weight)
+            reference_mag, estimate_mag, labels, silence_weight,
+            voiced_weight=default_voiced if voiced_weight is None else voiced_weight)
     return cond_loop_loss_on_magnitudes(reference_mag, estimate_mag, labels)
 
 

@@ -3,9 +3,9 @@
     python scripts/make_data.py          # rewrite data/ (bit for bit the same as committed)
     python scripts/make_data.py --check  # rebuild in a temporary folder, compare SHA-256s
 
-The real recording (data/cmu_arctic/arctic_a0009.wav, its phone alignment and COPYING) is
-shipped, not generated; this script only measures its f0/F1/F2 tracks once (pyin, LPC) so
-notebooks never wait for pyin.
+The real recordings (data/cmu_arctic/: six CMU ARCTIC utterances, unmodified, with COPYING and
+arctic_a0009's phone alignment) are shipped, not generated; this script records their SHA-256
+and measures arctic_a0009's f0/F1/F2 tracks once (pyin, LPC) so notebooks never wait for pyin.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from helpers.capstone_data import (
     CAPSTONE_SNR_DB,
     CAPSTONE_TRAIN_SECONDS,
     CAPSTONE_TRAIN_SEEDS,
+    REAL_HELD_BACK,
+    REAL_SPEAKERS,
+    REAL_VALIDATION,
     capstone_utterance,
     held_back_noise_seed,
 )
@@ -97,7 +100,7 @@ def build(root: Path, real_source: Path) -> dict:
         "duration_s": round(len(audio) / sample_rate, 4),
         "labels": (f"voicing from the phone alignment {REAL_DIR}/{REAL_CLIP}_phone.lab; f0 (pyin) "
                    f"and F1/F2 (LPC) measured into {REAL_DIR}/{REAL_CLIP}_tracks.csv"),
-        "source": "CMU ARCTIC, speaker bdl (see cmu_arctic/COPYING, which must travel with it)",
+        "source": "CMU ARCTIC, speaker slt (see cmu_arctic/COPYING, which must travel with it)",
         "sha256": sha256(wav),
         "extra_files": {
             name: sha256(real_dir / name)
@@ -105,7 +108,24 @@ def build(root: Path, real_source: Path) -> dict:
         },
     })
     return {"sample_rate": SAMPLE_RATE, "generator": "scripts/make_data.py", "clips": clips,
+            "real_speech": real_speech_entries(real_dir),
             "capstone": build_capstone(root)}
+
+
+def real_speech_entries(real_dir: Path) -> list[dict]:
+    """The capstone's real recordings (``data/cmu_arctic/``, shipped unmodified): speaker, role
+    and SHA-256 of each."""
+    entries = []
+    for name in REAL_VALIDATION + REAL_HELD_BACK:
+        wav = real_dir / f"{name}.wav"
+        audio, _ = load_audio(wav)
+        role = "held back (real-speech test set)" if name in REAL_HELD_BACK else "validation"
+        entries.append({"name": name, "file": f"{REAL_DIR}/{name}.wav",
+                        "speaker": REAL_SPEAKERS[name], "role": role,
+                        "num_samples": len(audio), "modified": False,
+                        "source": "CMU ARCTIC (see cmu_arctic/COPYING)",
+                        "sha256": sha256(wav)})
+    return entries
 
 
 def _utterance_entry(root: Path, name: str, seed: int, seconds: float) -> dict:

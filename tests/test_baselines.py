@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers import baselines
 from helpers.audio import AudioError
 from helpers.baselines import best_setting, lowpass, si_sdr, spectral_subtraction, stoi
 from helpers.capstone_data import (
@@ -32,6 +33,15 @@ def test_classical_filters_keep_the_length_and_help_where_they_should():
         in (0.5, 1.0)
 
 
+def test_noisereduce_gating_keeps_the_length_and_turns_noise_only_stretches_down():
+    mixture = next(m for m in held_back_mixtures() if m.family == "hum")
+    pause = mixture.clean == 0.0  # the synthetic utterance's pauses: noise only
+    for stationary in (True, False):
+        out = baselines.spectral_gating(mixture.audio, stationary)
+        assert out.shape == mixture.audio.shape and out.dtype == np.float32
+        assert np.sum(out[pause] ** 2) < 0.5 * np.sum(mixture.audio[pause] ** 2)
+
+
 def test_baselines_bad_inputs():
     with pytest.raises(ValueError, match="cutoff_hz"):
         lowpass(np.ones(100, np.float32), 9000.0)
@@ -41,5 +51,7 @@ def test_baselines_bad_inputs():
         si_sdr(np.ones(10), np.ones(11))
     with pytest.raises(AudioError, match="silent"):
         si_sdr(np.zeros(10), np.ones(10))
+    with pytest.raises(AudioError):
+        baselines.spectral_gating(np.array([np.nan, 0.0], np.float32), stationary=True)
     with pytest.raises(ValueError, match="at least one"):
         best_setting(lowpass, [], [])

@@ -12,12 +12,17 @@ from helpers.capstone_data import (
     CAPSTONE_HELD_BACK_SEEDS,
     CAPSTONE_TRAIN_SEEDS,
     EXTRA_TRAIN_SEEDS,
+    REAL_HELD_BACK,
+    REAL_SPEAKERS,
+    REAL_VALIDATION,
     TRAIN_NOISE_INSTANCES,
     TRAIN_NOISE_SEED,
     capstone_manifest,
     capstone_training_set,
     extra_training_utterances,
     held_back_mixtures,
+    real_held_back_mixtures,
+    real_validation_mixtures,
     train_noise,
 )
 from helpers.noise import NOISE_FAMILIES
@@ -141,3 +146,29 @@ def test_every_held_back_utterance_has_all_three_kinds_of_frame():
     for m in held_back_mixtures():
         counts = m.labels.counts()
         assert min(counts.values()) > 0, (m.name, counts)
+
+
+def test_real_speech_holds_back_one_utterance_of_each_speaker_with_fresh_noise():
+    assert {REAL_SPEAKERS[n] for n in REAL_HELD_BACK} == {"slt", "aew", "axb"}
+    assert not set(REAL_HELD_BACK) & set(REAL_VALIDATION)
+    held, validation = real_held_back_mixtures(), real_validation_mixtures()
+    assert len(held) == len(REAL_HELD_BACK) * len(NOISE_FAMILIES)
+    assert {m.clean_name for m in held} == set(REAL_HELD_BACK)
+    for mixture in held:
+        # real pauses hold room noise, not digital zeros, and the labels still find them
+        silent = mixture.labels.silent
+        assert silent.any() and mixture.labels.voiced.any()
+        assert np.mean(mixture.clean[np.repeat(silent, 256)[:len(mixture.clean)]] == 0) < 0.5
+        measured = 10 * np.log10(np.mean(mixture.clean ** 2)
+                                 / np.mean((mixture.audio - mixture.clean) ** 2))
+        assert measured == pytest.approx(5.0, abs=0.01)
+    # no noise window of the real test set appears in the training noise or in the real
+    # validation set's noise (normalised correlation of first differences, as above)
+    others = [train_noise(f) for f in NOISE_FAMILIES] + [m.audio - m.clean for m in validation]
+    pool = np.diff(np.concatenate(others).astype(np.float64))
+    energy = np.convolve(pool ** 2, np.ones(400), "valid")
+    for mixture in held:
+        window = np.diff((mixture.audio - mixture.clean).astype(np.float64))[4000:4400]
+        match = np.abs(signal.fftconvolve(pool, window[::-1], "valid"))
+        best = (match / np.sqrt(np.sum(window ** 2) * np.maximum(energy, 1e-12))).max()
+        assert best < 0.9, f"{mixture.name}: its noise is in the training or validation noise"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import capstone
+from helpers.capstone_data import held_back_mixtures
 
 
 @pytest.fixture(scope="module")
@@ -36,3 +37,16 @@ def test_the_question_loss_model_fails_the_quiet_on_silence_check(comparison):
 def test_the_question_loss_model_fails_the_beats_the_input_check(comparison):
     assert capstone.beats_input(comparison, "masked-loss model")
     assert not capstone.beats_input(comparison, "question-loss model")
+
+
+def test_ablation_rows_give_each_set_its_mean_si_sdr_and_level_on_pauses():
+    mixtures = held_back_mixtures()[:5]
+    outputs = {"noisy input": [m.audio for m in mixtures],
+               "half as loud": [0.5 * m.audio for m in mixtures]}
+    rows = capstone.ablation_rows({"synthetic": capstone.Comparison(mixtures, outputs, {})})
+    assert set(rows) == set(outputs)
+    assert rows["half as loud"]["synthetic silent"] == pytest.approx(-6.02, abs=0.01)
+    # SI-SDR is scale-invariant: turning everything down changes nothing
+    assert rows["half as loud"]["synthetic SI-SDR"] == pytest.approx(
+        rows["noisy input"]["synthetic SI-SDR"])
+    assert capstone.CLASSICAL[2:] == ("noisereduce, stationary", "noisereduce, non-stationary")

@@ -34,6 +34,7 @@ from helpers.dataset import (
     make_example,
     manifest,
     noisy_crops,
+    read_manifest,
     sha256,
 )
 from helpers.gradients import max_abs_diff
@@ -60,12 +61,16 @@ def test_manifest_lists_every_file_with_matching_hash():
     capstone = capstone_manifest()
     capstone_files = {e["file"]: e["sha256"]
                       for key in ("train", "held_back", "mixtures") for e in capstone[key]}
+    real = {e["file"]: e["sha256"] for e in read_manifest()["real_speech"]}
     wavs = {str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*.wav")}
-    assert wavs == {entry["file"] for entry in clips.values()} | set(capstone_files)
+    assert wavs == {entry["file"] for entry in clips.values()} | set(capstone_files) | set(real)
+    for file, digest in real.items():
+        assert sha256(DATA_DIR / file) == digest, file
     for file, digest in capstone_files.items():
         assert sha256(DATA_DIR / file) == digest, file
     weights = {p.name for p in (DATA_DIR / "capstone").glob("*.weights.npz")}
-    assert weights == set(capstone["weights"]["sha256"]) and len(weights) == 2
+    # the two compared models and the ablation's three variants (notebook 06)
+    assert weights == set(capstone["weights"]["sha256"]) and len(weights) == 5
     for name, digest in capstone["weights"]["sha256"].items():
         assert sha256(DATA_DIR / "capstone" / name) == digest, name
     for entry in clips.values():
@@ -86,7 +91,9 @@ def test_data_set_contents_and_size():
     snrs = {e["snr_db"] for e in manifest().values() if "snr_db" in e}
     assert len(snrs) >= 2
     total = sum(p.stat().st_size for p in DATA_DIR.rglob("*") if p.is_file())
-    assert total < 3 * 2**20
+    # 4 MiB: the synthetic clips, six real recordings (about 0.6 MB) and five small weight
+    # files (about 0.14 MB each: the two compared models and the ablation's three variants)
+    assert total < 4 * 2**20
     copying = (DATA_DIR / "cmu_arctic" / "COPYING").read_text()
     assert "Carnegie Mellon University" in copying
 
