@@ -227,3 +227,41 @@ def beats_baselines(comparison: Comparison, system: str) -> dict[str, float]:
     if all(c in means for c in CLASSICAL):
         margins["over best classical"] = means[system] - max(means[c] for c in CLASSICAL)
     return margins
+
+
+def goal_margins(comparison: Comparison, system: str = "masked-loss model",
+                 other: str = "question-loss model") -> dict[str, float]:
+    """The four goals' figures for ``system`` (dB): mean SI-SDR over the input, over ``other``
+    and over the best classical baseline (``beats_baselines``), and how much quieter than
+    ``other`` it is on held-back pauses (``quieter_on_silence_db``)."""
+    means = {s: row["mean"] for s, row in comparison.by_family("si_sdr").items()}
+    margins = beats_baselines(comparison, system)
+    margins[f"over the {other}"] = means[system] - means[other]
+    margins["quieter on pauses"] = quieter_on_silence_db(comparison, system, other)
+    return margins
+
+
+def print_goals(comparison: Comparison, system: str = "masked-loss model") -> dict[str, float]:
+    """Print ``goal_margins`` on one line each, and return them."""
+    margins = goal_margins(comparison, system)
+    for name, value in margins.items():
+        print(f"{system}: {value:+.1f} dB {name}")
+    return margins
+
+
+def print_levels(comparison: Comparison) -> None:
+    """Each system's output level relative to its input (dB) on silent, unvoiced and voiced
+    held-back frames."""
+    for system in comparison.outputs:
+        print(f"{system:28s}" + "   ".join(
+            f"{kind} {comparison.kind_level_change_db(system, kind):+6.1f} dB"
+            for kind in ("silent", "unvoiced", "voiced")))
+
+
+def family_margins(comparison: Comparison, system: str = "masked-loss model",
+                   metric: str = "si_sdr") -> tuple[str, dict[str, float]]:
+    """The best classical baseline on the mean, and ``system``'s margin over it per noise
+    family (dB): where the model wins and where it loses."""
+    table = comparison.by_family(metric)
+    best = max(CLASSICAL, key=lambda s: table[s]["mean"])
+    return best, {f: table[system][f] - table[best][f] for f in table[system] if f != "mean"}

@@ -50,3 +50,20 @@ def test_ablation_rows_give_each_set_its_mean_si_sdr_and_level_on_pauses():
     assert rows["half as loud"]["synthetic SI-SDR"] == pytest.approx(
         rows["noisy input"]["synthetic SI-SDR"])
     assert capstone.CLASSICAL[2:] == ("noisereduce, stationary", "noisereduce, non-stationary")
+
+
+def test_goal_margins_and_family_margins_measure_against_the_named_systems():
+    mixtures = held_back_mixtures()[:5]
+    outputs = {"noisy input": [m.audio for m in mixtures],
+               "question-loss model": [m.audio for m in mixtures],
+               "masked-loss model": [0.5 * m.audio for m in mixtures]}
+    outputs.update({name: [m.audio for m in mixtures] for name in capstone.CLASSICAL})
+    comparison = capstone.Comparison(mixtures, outputs, {})
+    margins = capstone.goal_margins(comparison)
+    # half as loud everywhere: the same SI-SDR, 6 dB quieter on pauses
+    assert margins["over input"] == pytest.approx(0.0, abs=1e-6)
+    assert margins["over the question-loss model"] == pytest.approx(0.0, abs=1e-6)
+    assert margins["quieter on pauses"] == pytest.approx(6.02, abs=0.01)
+    best, per_family = capstone.family_margins(comparison)
+    assert best in capstone.CLASSICAL and "mean" not in per_family
+    assert set(per_family) == {m.family for m in mixtures}

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CONVERTED = ["00_start_here", "01_gru_state_reproduce", "02_gru_state_fix",
              "03_voicing_loss_reproduce", "04_voicing_loss_fix", "05_field_guide",
-             "07_appendix_labels"]
+             "06_capstone", "07_appendix_labels"]
 # (visible code lines, prose words, minutes) at most, per converted notebook (issue 22).
 LIMITS = {
     "00_start_here": (60, 900, 45),
@@ -40,6 +40,7 @@ LIMITS = {
     "03_voicing_loss_reproduce": (110, 1600, 45),  # issue 23
     "04_voicing_loss_fix": (170, 1700, 60),
     "05_field_guide": (300, 2800, 60),
+    "06_capstone": (120, 1800, 60),  # issue 24
     "07_appendix_labels": (60, 1000, 30),  # the optional appendix (issue 24)
 }
 # At most this many helper names imported where a learner reads them (issue 23): every code
@@ -49,7 +50,7 @@ HELPER_NAMES = {"04_voicing_loss_fix": 6}
 # At least this many Predict prompts: one before each experiment whose result is the lesson.
 PREDICTIONS = {"00_start_here": 2, "01_gru_state_reproduce": 7, "02_gru_state_fix": 5,
                "03_voicing_loss_reproduce": 5, "04_voicing_loss_fix": 5,
-               "05_field_guide": 13, "07_appendix_labels": 2}
+               "05_field_guide": 13, "06_capstone": 5, "07_appendix_labels": 2}
 # Each demonstration once in the course: an output text, and how many converted notebooks
 # may show it (later notebooks refer back instead).
 SHOWN_ONCE = {
