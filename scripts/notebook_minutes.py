@@ -19,6 +19,14 @@
   (``- **Exercise 0.1** (`name`): 4 minutes``; ``about 15 minutes each`` counts once per
   exercise of that notebook).
 
+The *size limits* of the course conventions (``tests/test_conventions.py``) count as the
+issues define them, more strictly than the minutes do:
+
+* ``visible_code_lines``: every non-blank, non-comment line of every code cell except proof
+  cells, the exercises' starting code and checker calls included;
+* ``prose_words``: every run of word characters (``\\w+``) in the Markdown source, tables,
+  tags and the text inside ``<details>`` included.
+
 ``python scripts/notebook_minutes.py`` prints, per notebook, the visible code lines, the prose
 words, the ``assert`` lines outside proof and lesson-assert cells, the minutes, and the
 README's figure; ``tests/test_minutes.py`` fails when the README's course map or a notebook's
@@ -45,6 +53,7 @@ FENCE = re.compile(r"```.*?```", re.S)
 DETAILS = re.compile(r"<details>.*?</details>", re.S)
 TAG = re.compile(r"<[^>]+>")
 WORD = re.compile(r"[A-Za-z0-9]+")
+SOURCE_WORD = re.compile(r"\w+")
 MAP_ROW = re.compile(r"^\|\s*\[`(\d\d_\w+)`\]\([^)]*\)\s*\|.*\|\s*(\d+)\s*\|\s*$", re.M)
 TIME_LINE = re.compile(r"\*\*Time(?:\*\*\s*\||:\*\*)\s*about (\d+) minutes")
 ASSERT = re.compile(r"^\s*assert\b")
@@ -62,6 +71,8 @@ class Minutes:
     exercises: int
     exercise_minutes: float
     asserts: int = 0  # assert lines outside proof and lesson-assert cells
+    visible_code_lines: int = 0  # the size limit's count: every non-proof code cell
+    prose_words: int = 0  # the size limit's count: \\w+ runs in the Markdown source
 
     @property
     def reading(self) -> float:
@@ -120,7 +131,7 @@ def notebook_minutes(path: str | Path, instructors: str | Path = ROOT / "INSTRUC
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"expected the path of an existing .ipynb notebook, got {path}")
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    words = lines = exercises = asserts = 0
+    words = lines = exercises = asserts = visible = source_words = 0
     checker_cell_next = False
     for cell in cells:
         text = _source(cell)
@@ -131,7 +142,10 @@ def notebook_minutes(path: str | Path, instructors: str | Path = ROOT / "INSTRUC
             prose = TAG.sub(" ", FENCE.sub(" ", text))
             prose = re.sub(r"^\|[-|: ]+\|$", " ", prose, flags=re.M)  # table rules
             words += len(WORD.findall(prose))
+            source_words += len(SOURCE_WORD.findall(text))
         elif cell["cell_type"] == "code":
+            if not is_proof(cell):
+                visible += code_lines(text)
             if not (is_proof(cell) or LESSON_ASSERT_TAG in tags(cell)):
                 asserts += sum(1 for line in text.splitlines() if ASSERT.match(line))
             if cell.get("metadata", {}).get("exercise"):
@@ -142,7 +156,8 @@ def notebook_minutes(path: str | Path, instructors: str | Path = ROOT / "INSTRUC
             elif not is_proof(cell):
                 lines += code_lines(text)
     return Minutes(path.stem, words, lines, exercises,
-                   exercise_minutes(path.stem, exercises, instructors), asserts)
+                   exercise_minutes(path.stem, exercises, instructors), asserts,
+                   visible, source_words)
 
 
 def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
@@ -165,12 +180,16 @@ def stated_minutes(path: str | Path) -> int:
 
 def main() -> int:
     stated = readme_minutes()
-    print(f"{'notebook':28s} {'code':>5s} {'words':>6s} {'asserts':>7s} {'ex':>3s} "
-          f"{'minutes':>8s} {'README':>7s} {'Time':>5s}")
+    print("size: visible code lines and prose words as the size limits count them;\n"
+          "code/words: what the minutes count (exercise code and tags left out)")
+    print(f"{'notebook':28s} {'size':>10s} {'code':>5s} {'words':>6s} {'asserts':>7s} "
+          f"{'ex':>3s} {'minutes':>8s} {'README':>7s} {'Time':>5s}")
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         m = notebook_minutes(path)
-        print(f"{m.notebook:28s} {m.code_lines:5d} {m.words:6d} {m.asserts:7d} {m.exercises:3d} "
-              f"{m.total:8.1f} {stated.get(m.notebook, '-'):>7} {stated_minutes(path):>5}")
+        size = f"{m.visible_code_lines}/{m.prose_words}"
+        print(f"{m.notebook:28s} {size:>10s} {m.code_lines:5d} {m.words:6d} {m.asserts:7d} "
+              f"{m.exercises:3d} {m.total:8.1f} {stated.get(m.notebook, '-'):>7} "
+              f"{stated_minutes(path):>5}")
     return 0
 
 

@@ -76,6 +76,11 @@ def test_the_measure_counts_words_visible_code_lines_and_exercises(tmp_path):
     measured = minutes.notebook_minutes(path, instructors)
     assert (measured.words, measured.code_lines, measured.exercises) == (7, 6, 1)
     assert measured.asserts == 1  # the plain cell's; not the proof's, not the lesson's
+    # The size limits count as the issues define them: every non-proof code cell (2 + 1 + 1
+    # + the exercise's 2 + the checker call's 1) and every \w+ run of the Markdown source
+    # (Title words a b b bold b tf x python shown 1 also 2 = 14; details python def f return 2
+    # details = 7).
+    assert (measured.visible_code_lines, measured.prose_words) == (7, 21)
     expected = (7 / minutes.WORDS_PER_MINUTE + 6 * minutes.SECONDS_PER_CODE_LINE / 60
                 + minutes.RUN_MINUTES + 12)
     assert measured.total == pytest.approx(expected)
