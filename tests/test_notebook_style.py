@@ -17,10 +17,10 @@ mismatched number or a missing hint is shown to fail.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,17 +42,13 @@ SUMMARIES = ("Hint", "A second hint", "Show a solution")
 
 
 def _source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
+    return cell.get("source", "")  # nbformat joins a cell's source into one string
 
 
 def _stored_text(cell: dict) -> str:
     """The text/plain and stream text of a code cell's stored outputs."""
-    parts = []
-    for output in cell.get("outputs", []):
-        text = output.get("text") or output.get("data", {}).get("text/plain", "")
-        parts.append("".join(text) if isinstance(text, list) else text)
-    return "\n".join(parts)
+    return "\n".join(output.get("text") or output.get("data", {}).get("text/plain", "")
+                     for output in cell.get("outputs", []))
 
 
 def opening_problems(cell: dict) -> list[str]:
@@ -147,7 +143,7 @@ def exercise_problems(cells: list[dict], number: int) -> list[str]:
 
 
 def _cells(path: Path) -> list[dict]:
-    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return nbformat.read(path, as_version=4).cells
 
 
 # --------------------------------------------------------------------------- the notebooks
