@@ -143,7 +143,7 @@ def test_every_proof_cell_is_collapsed_follows_code_and_prints_little(path):
 @pytest.mark.parametrize("stem", CONVERTED)
 def test_intro_says_what_the_learner_will_be_able_to_do(stem):
     opening = _source(_cells(_path(stem))[0])
-    assert re.search(r"\*\*You will be able to:?\*\*", opening), \
+    assert re.search(r"\*\*You will be able to(?::\*\*|\*\*)", opening), \
         f"{stem}: no 'You will be able to' line"
     assert "**In this notebook**" not in opening, \
         f"{stem}: the intro lists what the runs show; say what the learner will be able to do"
