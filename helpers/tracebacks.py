@@ -16,7 +16,9 @@ import traceback
 from collections.abc import Callable
 from types import TracebackType
 
-__all__ = ["short_traceback", "short_tracebacks"]
+__all__ = ["MESSAGE_LINES", "short_traceback", "short_tracebacks"]
+
+MESSAGE_LINES = 6  # of an exception's message, shown in the short form
 
 
 def short_tracebacks(on: bool = True) -> None:
@@ -40,8 +42,8 @@ def short_traceback(error: BaseException, tb: TracebackType | None,
                     cell_label: Callable[[str], str | None]) -> list[str]:
     """The lines of a short traceback: every frame whose file ``cell_label`` names (a
     notebook cell: ``"Cell In[7]"``) with its source line, one line per run of other frames
-    saying whose they are, then ``Type: message``. Frames before the first cell frame (the
-    shell's own) are dropped."""
+    saying whose they are, then ``Type: message`` (at most ``MESSAGE_LINES`` of it: its start
+    and its last line). Frames before the first cell frame (the shell's own) are dropped."""
     lines: list[str] = []
     hidden: list[str] = []
     for frame, line_number in traceback.walk_tb(tb):
@@ -60,7 +62,13 @@ def short_traceback(error: BaseException, tb: TracebackType | None,
     qualified = f"{type(error).__module__}.{type(error).__qualname__}:"
     if message.startswith(qualified):  # json.decoder.JSONDecodeError -> JSONDecodeError
         message = f"{type(error).__name__}:" + message[len(qualified):]
-    return lines + message.splitlines()
+    message_lines = message.splitlines()
+    if len(message_lines) > MESSAGE_LINES:  # TensorFlow's graph errors list node definitions
+        left_out = len(message_lines) - MESSAGE_LINES + 1
+        message_lines = [*message_lines[:MESSAGE_LINES - 2],
+                         f"      ({left_out} more lines of the message not shown; %tb shows them)",
+                         message_lines[-1]]
+    return lines + message_lines
 
 
 def _hidden_note(packages: list[str]) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from helpers.tracebacks import short_traceback, short_tracebacks
+from helpers.tracebacks import MESSAGE_LINES, short_traceback, short_tracebacks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # course order
@@ -59,6 +59,22 @@ def test_an_error_raised_in_the_cell_itself_has_no_note():
     assert lines == ["Cell In[3], line 1",
                      "----> 1 raise ValueError('No gradients provided for any variable.')",
                      "ValueError: No gradients provided for any variable."]
+
+
+def test_a_long_message_keeps_its_start_and_its_last_line():
+    """TensorFlow's graph errors put dozens of lines (node definitions, machine paths) into
+    the message (34 lines here); the short form shows its first lines and its last, and says
+    how many it left out, in MESSAGE_LINES lines."""
+    paths = [f"  File /somewhere/{n}.py" for n in range(30)]
+    message = "\\n".join(["Graph execution error:", "", "Detected at node x defined at:",
+                          *paths, "Input is not finite."])
+    lines = _short(f"raise ValueError('{message}')")
+    shown = lines[2:]
+    assert len(shown) == MESSAGE_LINES
+    assert shown[:4] == ["ValueError: Graph execution error:", "",
+                         "Detected at node x defined at:", "  File /somewhere/0.py"]
+    assert re.fullmatch(r" +\(29 more lines of the message not shown; %tb shows them\)", shown[-2])
+    assert shown[-1] == "Input is not finite."
 
 
 def test_outside_ipython_it_changes_nothing():
