@@ -21,6 +21,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import ScaledTranslation
 
 from helpers.gradients import GradientReport, Status
@@ -34,6 +35,12 @@ STYLE: dict[Status, dict] = {
     "nonfinite": {"color": "#d6604d", "marker": "^", "label": "NaN / inf", "fill": "full"},
     "none": {"color": "#555555", "marker": "X", "label": "None", "fill": "full"},
 }
+
+
+# The heatmap's flat colours for the cells that have no norm (its key names them).
+HEATMAP_KEY: dict[Status, str] = {"none": STYLE["none"]["color"], "zero": "white",
+                                  "nonfinite": STYLE["nonfinite"]["color"]}
+HEATMAP_WIDTH = 9.0  # inches: names, cells and colour bar
 
 
 MARKER_INSET = 10.0  # points from the left edge of the axes to the centre of a status marker
@@ -126,7 +133,8 @@ def plot_norm_history(
     """Heatmap of log10 gradient norm, one row per variable and one column per step.
 
     Cells whose gradient is None, zero or non-finite are drawn in their own flat colours
-    (grey, white with a purple edge, red) on top of the colour scale, with a legend.
+    (grey, white, red: ``HEATMAP_KEY``) on top of the colour scale, and a key under the plot
+    always names all three. The x ticks are round step numbers; ``steps`` must increase.
     """
     if len(reports) == 0:
         raise ValueError("plot_norm_history needs at least one report (one per training step).")
@@ -147,31 +155,34 @@ def plot_norm_history(
                 log_norm[i, j] = math.log10(row.norm)
             else:
                 special[i, j] = status_code[row.status]
-    width = min(2 + 0.25 * len(reports), 12)  # the heatmap's share; names and colour bar add 3
-    fig, ax = plt.subplots(figsize=(width + 3, 0.4 * len(names) + 1.8), layout="constrained")
+    # The width of the course's other wide figures, so names and ticks print at their size.
+    fig, ax = plt.subplots(figsize=(HEATMAP_WIDTH, 0.4 * len(names) + 2.0), layout="constrained")
     image = ax.imshow(np.ma.masked_invalid(log_norm), aspect="auto", cmap="viridis",
                       interpolation="nearest", gid="grad-heatmap")
     ax.imshow(np.ma.masked_invalid(special), aspect="auto", interpolation="nearest",
-              cmap=ListedColormap([STYLE["none"]["color"], "white", STYLE["nonfinite"]["color"]]),
+              cmap=ListedColormap([HEATMAP_KEY[s] for s in ("none", "zero", "nonfinite")]),
               vmin=-0.5, vmax=2.5, gid="grad-heatmap-status")
     fig.colorbar(image, ax=ax, label="log10 gradient norm")
     ax.set_yticks(range(len(names)), names)
-    most = max(2, int(width * 1.2))  # about one readable tick label per 0.8 inch
-    ticks = np.unique(np.linspace(0, len(steps) - 1, min(len(steps), most)).round().astype(int))
-    ax.set_xticks(ticks, [str(steps[t]) for t in ticks])
+    ticks = _round_ticks(steps)
+    ax.set_xticks(np.interp(ticks, steps, range(len(steps))), [str(t) for t in ticks])
     ax.set_xlabel("training step")
     ax.set_title(title)
-    present = {row.status for r in reports for row in r} - {"ok"}
-    handles = [
-        Patch(facecolor={"none": STYLE["none"]["color"], "zero": "white",
-                         "nonfinite": STYLE["nonfinite"]["color"]}[s],
-              edgecolor=STYLE[s]["color"], label=STYLE[s]["label"])
-        for s in ("none", "zero", "nonfinite") if s in present
-    ]
-    if handles:
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-                  ncol=len(handles), fontsize="small", frameon=False)
+    # The key is always drawn: any step of a history can turn None, zero or NaN.
+    handles = [Patch(facecolor=HEATMAP_KEY[s], edgecolor=STYLE[s]["color"], label=STYLE[s]["label"])
+               for s in ("none", "zero", "nonfinite")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     return fig
+
+
+def _round_ticks(steps: list[int]) -> list[int]:
+    """Round step numbers (0, 20, 40, ... or 0, 5, 10, ...) that are columns of the plot;
+    the first and last step when the columns hold too few round ones."""
+    if any(b <= a for a, b in zip(steps, steps[1:])):
+        raise ValueError(f"the step numbers must increase, got {steps}.")
+    locator = MaxNLocator(nbins=7, integer=True, steps=[1, 2, 5, 10])
+    ticks = [int(v) for v in locator.tick_values(steps[0], steps[-1]) if int(v) in steps]
+    return ticks if len(ticks) >= min(2, len(steps)) else sorted({steps[0], steps[-1]})
 
 
 def norm_limits(reports: Sequence[GradientReport]) -> tuple[float, float]:

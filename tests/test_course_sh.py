@@ -511,3 +511,22 @@ def test_ci_fails_if_either_command_fails_and_always_runs_both(tmp_path):
                                             CODE_portability=str(portability_code)))
         assert (tmp_path / "log").read_text().split() == ["test", "portability"]
         assert (result.returncode == 0) == (test_code == portability_code == 0)
+
+
+def test_ci_says_where_the_screenshots_are_and_copies_them_to_ci_artifacts(tmp_path):
+    """The browser tests leave screenshots; .ci/run names their folder at the end and copies
+    it to $CI_ARTIFACTS when set, without changing its exit code."""
+    ci = _ci_copy(tmp_path, "everywhere==1.0\n")
+    python = _script(tmp_path / "python", PIP_FINDS_ALL)
+    shots = tmp_path / "tests" / "browser" / "artifacts" / "screenshots"
+    shots.mkdir(parents=True)
+    (shots / "notebook-00_start_here.png").write_bytes(b"png")
+    kept = tmp_path / "kept"
+    for code in (0, 1):
+        result = subprocess.run(["bash", str(ci)], capture_output=True, text=True, timeout=60,
+                                env=_ci_env(PYTHON=str(python), CODE_test=str(code),
+                                            CI_ARTIFACTS=str(kept)))
+        assert result.returncode == code
+        assert ("== Screenshots of the notebooks and the lab: "
+                "tests/browser/artifacts/screenshots") in result.stdout
+        assert (kept / "screenshots" / "notebook-00_start_here.png").read_bytes() == b"png"

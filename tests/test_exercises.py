@@ -46,8 +46,32 @@ def test_checker_rejects_starter_and_accepts_solution(notebook, starter, solutio
     starting = check(_function(starter, spec["function"]))
     assert not starting.passed, f"checker accepted the starting code: {starting}"
     assert starting.hint, "a failed check must give a hint"
+    assert not sentence_problems(repr(starting)), sentence_problems(repr(starting))
     solved = check(_function(solution, spec["function"]))
     assert solved.passed, f"checker rejected the solution: {solved}"
+    assert not sentence_problems(repr(solved)), sentence_problems(repr(solved))
+
+
+# A sentence of a checker's output starts with a capital letter or a code token (a name with a
+# dot or underscore, a call, a code span, a quote, a bracket or a number): never a lowercase
+# word continuing after a full stop, as in "...broken?). for a report...".
+SENTENCE_END = re.compile(r"(?<![ei]\.[eg]\.)(?<=[.!?])\s+|\n+")
+SENTENCE_START = re.compile(r"[A-Z]|[`'\"(\[\d]|[A-Za-z_]\w*[._(]")
+
+
+def sentence_problems(text: str) -> list[str]:
+    """The sentences of ``text`` (split after . ! ? and at line ends) that start with
+    neither a capital letter nor a code token."""
+    sentences = [s for s in SENTENCE_END.split(text) if s.strip()]
+    return [s[:60] for s in sentences if not SENTENCE_START.match(s.strip())]
+
+
+def test_sentence_check_finds_a_lowercase_continuation():
+    assert sentence_problems("Not yet: Exercise 1.1 (is it broken?). for a report, look.")
+    assert sentence_problems("Solved: Exercise 2.1 (x). each chunk denoised.")
+    assert not sentence_problems("Not yet: Exercise 4.1 (a distance). Case 'silent': the "
+                                 "gradient is NaN. tf.where passes 0 x inf = NaN back, e.g. "
+                                 "here.\nHint: Two traps. estimate_mag is `None`.")
 
 
 def test_every_notebook_has_exercises():
@@ -636,6 +660,7 @@ def test_checker_rejects_a_near_miss(spec, label):
     result = _checker(spec)(_function(NEAR_MISSES[spec][label], FUNCTION_OF[spec]))
     assert not result.passed, f"checker accepted a wrong answer ({label}): {result}"
     assert result.hint, "a failed check must give a hint"
+    assert not sentence_problems(repr(result)), sentence_problems(repr(result))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -857,3 +882,16 @@ def test_silence_term_checker_names_the_mixed_clip_mistakes():
     assert _where_it_pulls(as_labelled, mixed) is None
     # relabelled, it sees none of the frames now called silent
     assert "sees only 0% of those frames" in _where_it_pulls(as_labelled, _relabelled(mixed))
+
+
+def test_checker_box_colours_come_from_the_jupyterlab_theme():
+    """The verdict's colour is JupyterLab's success or error colour (readable on the light and
+    the dark theme alike), with the course's colour as the fallback elsewhere."""
+    from helpers.exercises import CheckResult
+
+    solved = CheckResult("Exercise 0.1 (x)", True, "Right.")._repr_html_()
+    not_yet = CheckResult("Exercise 0.1 (x)", False, "Wrong.", "Look again.")._repr_html_()
+    assert "var(--jp-success-color1, #1b7837)" in solved and "error-color" not in solved
+    assert "var(--jp-error-color1, #b2182b)" in not_yet and "success-color" not in not_yet
+    for box in (solved, not_yet):
+        assert not re.search(r"color:\s*#|solid #", box), box  # no colour without its variable

@@ -2,6 +2,7 @@
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,6 +15,8 @@ from helpers.dataset import load_clip
 from helpers.gradients import GradientReport, GradientRow, gradient_report
 from helpers.labels import LabelError
 from helpers.plots import (
+    HEATMAP_KEY,
+    HEATMAP_WIDTH,
     PATH_COLOURS,
     plot_gradient_norms,
     plot_gradient_path,
@@ -132,6 +135,52 @@ def test_history_heatmap_marks_special_cells():
     assert cells.mask.sum() == 15 - 3  # only the three broken cells of step 20 are drawn
     assert np.flatnonzero(~cells.mask[:, 1]).tolist() == [1, 2, 3]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["10", "20", "30"]
+
+
+@pytest.mark.parametrize(("steps", "expected"), [
+    ([*range(0, 120, 4), 119], [0, 20, 40, 60, 80, 100]),  # notebook 02's history
+    (list(range(20)), [0, 5, 10, 15]),  # 06's live run
+    (list(range(7, 60)), [10, 20, 30, 40, 50]),
+    ([3, 17, 31], [3, 31]),  # no round step among the columns: the ends
+])
+def test_history_heatmap_ticks_are_round_step_numbers_at_their_columns(steps, expected):
+    ok = GradientReport([GradientRow(r.name, r.shape, "ok", 1.0) for r in MIXED])
+    ax = plot_norm_history([ok] * len(steps), steps=steps).axes[0]
+    labels = [int(t.get_text()) for t in ax.get_xticklabels()]
+    assert labels == expected
+    assert [steps[round(x)] for x in ax.get_xticks()] == labels  # each at its own column
+
+
+def test_history_heatmap_has_a_key_for_none_zero_and_nan_even_when_all_are_healthy():
+    ok = GradientReport([GradientRow(r.name, r.shape, "ok", 1.0) for r in MIXED])
+    for history in ([ok, ok], [ok, MIXED]):
+        fig = plot_norm_history(history)
+        (key,) = fig.legends
+        assert [t.get_text() for t in key.get_texts()] == ["None", "zero", "NaN / inf"]
+        colours = [to_hex(p.get_facecolor()) for p in key.get_patches()]
+        assert colours == [to_hex(HEATMAP_KEY[s]) for s in ("none", "zero", "nonfinite")]
+        special = _artists(fig, "grad-heatmap-status")[0]
+        assert [to_hex(special.cmap(i)) for i in range(3)] == colours  # the cells' colours
+        plt.close(fig)
+
+
+def test_history_heatmap_prints_names_at_the_size_of_the_other_figures():
+    """The figure is as wide as the course's wide figures whatever the number of steps (the
+    notebook shrinks a wider one, and its text with it), and its text is matplotlib's size."""
+    ok = GradientReport([GradientRow(r.name, r.shape, "ok", 1.0) for r in MIXED])
+    for count in (3, 31, 200):
+        fig = plot_norm_history([ok] * count)
+        assert fig.get_figwidth() == HEATMAP_WIDTH <= 10
+        sizes = {t.get_fontsize() for t in fig.axes[0].get_yticklabels()}
+        assert sizes == {plt.rcParams["font.size"]}
+        assert {t.get_fontsize() for t in fig.legends[0].get_texts()} == sizes
+        plt.close(fig)
+
+
+def test_history_steps_must_increase():
+    ok = GradientReport([GradientRow(r.name, r.shape, "ok", 1.0) for r in MIXED])
+    with pytest.raises(ValueError, match="must increase"):
+        plot_norm_history([ok, ok], steps=[5, 5])
 
 
 def test_real_gradients_plot():

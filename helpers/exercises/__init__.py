@@ -18,6 +18,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+# JupyterLab's theme colours (light and dark alike), with a fallback outside JupyterLab.
+VERDICT_COLOURS = {True: "var(--jp-success-color1, #1b7837)",
+                   False: "var(--jp-error-color1, #b2182b)"}
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -37,7 +41,7 @@ class CheckResult:
         return f"Not yet: {self.exercise}. {self.message}\nHint: {self.hint}"
 
     def _repr_html_(self) -> str:
-        colour = "#1b7837" if self.passed else "#b2182b"
+        colour = VERDICT_COLOURS[self.passed]
         verdict = "Solved" if self.passed else "Not yet"
         hint = "" if self.passed else f"<br><b>Hint:</b> {html.escape(self.hint)}"
         return (f"<div style='border-left:4px solid {colour};padding-left:8px'>"
@@ -49,11 +53,11 @@ def run_check(exercise: str, function, check, hint: str) -> CheckResult:
     """Call ``check(function)``, which returns ``(passed, message)``; turn any exception the
     learner's code raises into a failed result that names it, instead of a traceback."""
     if not callable(function):
-        return CheckResult(exercise, False, f"expected a function, got {type(function).__name__}.",
+        return CheckResult(exercise, False, f"Expected a function, got {type(function).__name__}.",
                            hint)
     try:
         passed, message = check(function)
     except Exception as error:  # the learner's code failed: report it, do not crash the cell
-        return CheckResult(exercise, False, f"your code raised {type(error).__name__}: {error}",
+        return CheckResult(exercise, False, f"Your code raised {type(error).__name__}: {error}",
                            hint)
     return CheckResult(exercise, bool(passed), message, hint)

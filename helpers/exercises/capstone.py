@@ -78,11 +78,11 @@ def _where_it_pulls(fn, example: Clip) -> str | None:
     only_other = tape.gradient(in_silent, probe).numpy() == 0
     seen = np.mean(pull[only_silent] > 0)
     if seen < SEEN_SHARE:
-        return (f"on a clip whose silent frames hold room noise, not digital zeros, the term "
+        return (f"On a clip whose silent frames hold room noise, not digital zeros, the term "
                 f"sees only {seen:.0%} of those frames' samples: silence is what the labels "
                 "say, whatever the reference holds there.")
     if pull[only_other].max() > 1e-6 * pull.max():
-        return ("on a clip with speech and a pause, the term also pulls the output on frames "
+        return ("On a clip with speech and a pause, the term also pulls the output on frames "
                 "the labels do not call silent: it would turn speech down whenever a clip has "
                 "any silent frame.")
     return None
@@ -104,13 +104,13 @@ def check_silence_term(function) -> CheckResult:
         with tf.GradientTape() as tape:
             value = fn(silent.clean, enhance(model, silent.audio), silent.labels)
         if not isinstance(value, tf.Tensor):
-            return False, (f"it returned a {type(value).__name__}, not a TensorFlow tensor: "
+            return False, (f"It returned a {type(value).__name__}, not a TensorFlow tensor: "
                            "no gradient can flow through it.")
         if value.shape.rank != 0 or not np.isfinite(float(value)):
-            return False, f"expected one finite number (a scalar tensor); got {value}."
+            return False, f"Expected one finite number (a scalar tensor); got {value}."
         grads = tape.gradient(value, variables)
         if all(g is None or not np.any(g.numpy()) for g in grads):
-            return False, ("on the silent clip the term has no gradient (None or zero): "
+            return False, ("On the silent clip the term has no gradient (None or zero): "
                            "it cannot teach the model anything.")
         silent_norm = _global_norm(grads)
         mixed = clip_excerpt(MIXED_CLIP)
@@ -121,11 +121,11 @@ def check_silence_term(function) -> CheckResult:
         with tf.GradientTape() as tape:
             on_speech = fn(voiced.clean, enhance(model, voiced.audio), voiced.labels)
         if not np.isfinite(float(on_speech)):
-            return False, (f"on a clip with no silent frame the term is {float(on_speech)}: "
+            return False, (f"On a clip with no silent frame the term is {float(on_speech)}: "
                            "an average over no frames must still be a number.")
         speech_norm = _global_norm(tape.gradient(on_speech, variables))
         if not speech_norm <= 1e-6 * silent_norm:
-            return False, ("on a clip with no silent frame the term still pulls the output "
+            return False, ("On a clip with no silent frame the term still pulls the output "
                            "(its gradient is not zero there): it would turn speech down too.")
 
         def loss(reference, estimate, labels):
@@ -144,9 +144,9 @@ def check_silence_term(function) -> CheckResult:
             lowest = min(lowest, level())
         if not before - lowest >= REQUIRED_FALL_DB:
             direction = "never fell" if lowest >= before else "fell by less than 6 dB"
-            return False, (f"in {EXERCISE_TRAIN_STEPS} training steps the output level on silence "
+            return False, (f"In {EXERCISE_TRAIN_STEPS} training steps the output level on silence "
                            f"{direction}: the term must grow when the output there is louder.")
-        return True, (f"within {EXERCISE_TRAIN_STEPS} steps inside tf.function the output "
+        return True, (f"Within {EXERCISE_TRAIN_STEPS} steps inside tf.function the output "
                       f"on the lab's silent clip fell more than {REQUIRED_FALL_DB:.0f} dB below "
                       "where it started; on a real clip with a pause and speech the term pulls "
                       "exactly the frames the labels call silent, and on speech alone nothing.")

@@ -59,11 +59,11 @@ def _calls_fault(log: _CallLog, frames: int, batch: int, features: int) -> str |
     """What is wrong with the logged calls for ``frames`` frames, or None."""
     shapes = log.frame_shapes
     if len(shapes) != frames:
-        return f"the step model was called {len(shapes)} times for {frames} frames; a loop " \
+        return f"The step model was called {len(shapes)} times for {frames} frames; a loop " \
                "over the frames calls it exactly once per frame."
     wrong = next((s for s in shapes if s != (batch, features)), None)
     if wrong is not None:
-        return f"the step model was given an input of shape {wrong}; each call takes one " \
+        return f"The step model was given an input of shape {wrong}; each call takes one " \
                f"frame, shape {(batch, features)}."
     return None
 
@@ -71,11 +71,11 @@ def _calls_fault(log: _CallLog, frames: int, batch: int, features: int) -> str |
 def _gradient_fault(grads, expected_grads, variables) -> str | None:
     missing = [variable_name(v) for g, v in zip(grads, variables) if g is None]
     if missing:
-        return f"the gradients of {', '.join(missing)} are None."
+        return f"The gradients of {', '.join(missing)} are None."
     differing = [variable_name(v) for g, e, v in zip(grads, expected_grads, variables)
                  if max_abs_diff(g, e) > 1e-5 * (float(tf.reduce_max(tf.abs(e))) + 1e-12)]
     if differing:
-        return f"the gradients of {', '.join(differing)} differ from a full unroll's: " \
+        return f"The gradients of {', '.join(differing)} differ from a full unroll's: " \
                "backprop through time is being cut somewhere."
     return None
 
@@ -104,18 +104,18 @@ def check_sequence_loss(function) -> CheckResult:
         with tf.GradientTape() as tape:
             loss = fn(model, noisy_spectrum, clean)
         if not isinstance(loss, tf.Tensor) or loss.shape.rank != 0:
-            return False, f"expected a scalar tensor loss; got {type(loss).__name__} " \
+            return False, f"Expected a scalar tensor loss; got {type(loss).__name__} " \
                           f"with shape {getattr(loss, 'shape', None)}."
         fault = _calls_fault(log, frames, 1, 257)
         if fault:
             return False, fault
         if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-            return False, f"your loss is {sig(float(loss))}; a loop that passes each state " \
+            return False, f"Your loss is {sig(float(loss))}; a loop that passes each state " \
                           f"on gives {sig(float(expected))}."
         fault = _gradient_fault(tape.gradient(loss, variables), expected_grads, variables)
         if fault:
             return False, fault
-        return True, "one call per frame, the same loss and the same gradients as a full " \
+        return True, "One call per frame, the same loss and the same gradients as a full " \
                      "unroll: the tape sees every step."
 
     return run_check("Exercise 1.1 (the hand-threaded loop)", function, check,
@@ -174,14 +174,14 @@ def check_stream_denoise(function) -> CheckResult:
             arrivals = _Arrivals(frames, sizes, log)
             got = tf.convert_to_tensor(fn(model, iter(arrivals)))
             if tuple(got.shape) != tuple(expected.shape):
-                return False, f"with {label} you returned shape {tuple(got.shape)}; " \
+                return False, f"With {label} you returned shape {tuple(got.shape)}; " \
                               f"expected {tuple(expected.shape)}."
             fault = _calls_fault(log, _STREAM_FRAMES, 1, _STREAM_BINS)
             if fault:
-                return False, f"with {label}, {fault}"
+                return False, f"With {label}, {fault[0].lower()}{fault[1:]}"
             done = [int(n) for n in np.cumsum([0, *sizes])]
             if arrivals.calls_at_request != done:
-                return False, f"with {label}, the step model had been called " \
+                return False, f"With {label}, the step model had been called " \
                               f"{arrivals.calls_at_request[:-1]} times when each chunk was " \
                               f"read; a stream denoises each chunk before the next arrives " \
                               f"({done[:-1]})."
@@ -189,7 +189,7 @@ def check_stream_denoise(function) -> CheckResult:
             if difference > 1e-5:
                 per_frame = tf.reduce_max(tf.abs(got - expected), axis=[0, 2]).numpy()
                 first_bad = int(np.flatnonzero(per_frame > 1e-5)[0])
-                return False, f"with {label} your outputs differ from one full unroll by up " \
+                return False, f"With {label} your outputs differ from one full unroll by up " \
                               f"to {sig(difference)}, first at frame {first_bad}."
         return _reaches_first_chunk(fn, model, frames)
 
@@ -212,12 +212,12 @@ def _reaches_first_chunk(fn, model, frames) -> tuple[bool, str]:
     expected_reach = tape.gradient(expected_last, first)
     del tape
     if reach is None or float(tf.reduce_max(tf.abs(reach))) == 0.0:
-        return False, "the last output has no gradient with respect to the first chunk: the " \
+        return False, "The last output has no gradient with respect to the first chunk: the " \
                       "state carried between chunks is cut from the tape (untruncated, the " \
                       "gradient should reach it)."
     if max_abs_diff(reach, expected_reach) > 1e-5 * float(tf.reduce_max(tf.abs(expected_reach))):
-        return False, "the gradient of the last output reaches the first chunk, but not as in " \
+        return False, "The gradient of the last output reaches the first chunk, but not as in " \
                       "one full unroll: part of the path between chunks is cut."
-    return True, "each chunk denoised as it arrives, one step-model call per frame, the state " \
+    return True, "Each chunk denoised as it arrives, one step-model call per frame, the state " \
                  "carried across: the same outputs as one full unroll, and the gradient " \
                  "reaches the first chunk."

@@ -35,10 +35,10 @@ def check_gradient_status(function) -> CheckResult:
         for label, gradient, expected in _CASES:
             got = fn(gradient)
             if got not in STATUSES:
-                return False, f"for a gradient that is {label} you returned {got!r}; expected " \
+                return False, f"For a gradient that is {label} you returned {got!r}; expected " \
                               f"one of {', '.join(STATUSES)}."
             if got != expected:
-                return False, f"for a gradient that is {label} you returned {got!r}; " \
+                return False, f"For a gradient that is {label} you returned {got!r}; " \
                               f"expected {expected!r}."
         return True, "None, zero, NaN and both infinities are told apart; a tiny gradient is ok."
 

@@ -60,22 +60,22 @@ def check_train_step_or_skip(function) -> CheckResult:
             moved = _moved(before, model)
             stepped = int(optimizer.iterations) - iterations
             if not isinstance(applied, (bool, np.bool_)):
-                return False, f"on {example.name} you returned {applied!r}; expected True or False."
+                return False, f"On {example.name} you returned {applied!r}; expected True or False."
             if example is quiet and not (applied and stepped == 1):
-                return False, (f"on {example.name}, a voiced clip about 140 dB down, you returned "
+                return False, (f"On {example.name}, a voiced clip about 140 dB down, you returned "
                                f"{applied} and the optimizer took {stepped} step(s); expected one "
                                "step and True. Its loss is exactly the silent file's, yet every "
                                "variable has a gradient: decide from the gradients, not from the "
                                "loss value.")
             if expect_step and not (applied and stepped == 1 and moved > 0):
-                return False, (f"on the voiced clip {example.name} you returned {applied} and "
+                return False, (f"On the voiced clip {example.name} you returned {applied} and "
                                f"the optimizer took {stepped} step(s); expected one step and True.")
             if not expect_step and (applied or stepped or moved):
-                return False, (f"on the silent clip {example.name} you returned {applied}, the "
+                return False, (f"On the silent clip {example.name} you returned {applied}, the "
                                f"optimizer took {stepped} step(s) and the weights moved by up to "
                                f"{moved:.2g}; expected False, no step and no movement (also "
                                "right after a voiced step, when Adam has momentum).")
-        return True, ("voiced clips train, even a very quiet one, and silent clips are skipped "
+        return True, ("Voiced clips train, even a very quiet one, and silent clips are skipped "
                       "without touching the weights or Adam's state.")
 
     return run_check("Exercise 3.1 (skip a step that has no gradient)", function, check,
@@ -137,10 +137,10 @@ def check_masked_log_distance(function) -> CheckResult:
                     fault = (" The value itself is not finite: the log of a zero magnitude "
                              "outside the mask is -inf, and a 0/1 mask multiplies it "
                              "(0 x inf = NaN).")
-                return False, (f"case '{name}': the value is {value:.5g}; expected "
+                return False, (f"Case '{name}': the value is {value:.5g}; expected "
                                f"{expected:.5g}.{fault}")
             if grad is None and not mask.any():
-                return False, (f"case '{name}': the value is right, but its gradient with "
+                return False, (f"Case '{name}': the value is right, but its gradient with "
                                "respect to estimate_mag is None: with no frame selected your "
                                "function returns a constant that does not depend on the "
                                "estimate (a tf.cond or an if that picks a constant branch). A "
@@ -148,7 +148,7 @@ def check_masked_log_distance(function) -> CheckResult:
                                "speech, notebook 03's error. Return a result still computed "
                                "from estimate_mag.")
             if grad is None:
-                return False, (f"case '{name}': the gradient with respect to estimate_mag is "
+                return False, (f"Case '{name}': the gradient with respect to estimate_mag is "
                                "None; compute the distance from estimate_mag with TensorFlow "
                                "ops (no NumPy, no .numpy()).")
             grad = grad.numpy()
@@ -159,11 +159,11 @@ def check_masked_log_distance(function) -> CheckResult:
                          if not mask.any() else
                          " The log of a zero magnitude outside the mask has an infinite slope, "
                          "and tf.where passes 0 x inf = NaN back to it.")
-                return False, (f"case '{name}': the gradient is NaN/inf on frames {bad} "
+                return False, (f"Case '{name}': the gradient is NaN/inf on frames {bad} "
                                f"(mask = {mask.astype(int).tolist()}).{cause}")
             if np.any(grad[~mask] != 0):
-                return False, f"case '{name}': frames outside the mask get a non-zero gradient."
-        return True, ("finite gradients with zero magnitudes outside the mask, and 0.0 for a "
+                return False, f"Case '{name}': frames outside the mask get a non-zero gradient."
+        return True, ("Finite gradients with zero magnitudes outside the mask, and 0.0 for a "
                       "file without selected frames.")
 
     return run_check("Exercise 4.1 (a masked log distance without NaN)", function, check,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -20,6 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("BROWSER_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+# Every run's pictures of the course as the browser shows it: each notebook's top, and the lab
+# after each control change (CONTRIBUTING.md, "The browser tests"; .ci/run keeps them).
+SCREENSHOTS = ARTIFACTS / "screenshots"
 START_TIMEOUT = 90  # seconds for the server to answer; generous for a loaded 2-core machine
 KERNEL_TIMEOUT = 60_000  # milliseconds (Playwright's unit): a kernel's start, TensorFlow's import
 
@@ -30,6 +34,15 @@ def chromium_missing() -> str | None:
         return None
     return (f"browser tests need Chromium, not found at {CHROMIUM}: "
             "sudo apt-get install -y chromium (or set CHROMIUM=/path/to/chromium)")
+
+
+def screenshot(target, name: str) -> Path:
+    """Save what ``target`` (a Playwright page, or an element: scrolled into view, whole)
+    shows as ``SCREENSHOTS/<name>.png``; the path."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / (re.sub(r"[^\w.=-]+", "_", name).strip("_") + ".png")
+    target.screenshot(path=str(path))
+    return path
 
 
 class LabServer:

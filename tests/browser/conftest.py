@@ -10,7 +10,8 @@ Chromium is the system's (``/usr/bin/chromium``, Debian package ``chromium``, or
 Playwright downloads no browser. Without it a local run skips these tests (one line says how
 to install it); under ``CI=true`` they fail. On a failure the page's screenshot, its console
 log and the server's log go to ``tests/browser/artifacts/<time>-<test>/`` (or
-``$BROWSER_TEST_ARTIFACTS``), named in the failure's report.
+``$BROWSER_TEST_ARTIFACTS``), named in the failure's report. Every run also leaves screenshots
+of each notebook's top and of the lab after each change in ``<that folder>/screenshots/``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import ARTIFACTS, CHROMIUM, KERNEL_TIMEOUT, LabServer, chromium_missing
+from browser_support import (
+    ARTIFACTS,
+    CHROMIUM,
+    KERNEL_TIMEOUT,
+    SCREENSHOTS,
+    LabServer,
+    chromium_missing,
+)
 
 _server: LabServer | None = None  # for the failure report, whichever fixture failed
 
@@ -66,6 +74,7 @@ def page(lab_server, browser):
     notebook 00. Console messages and uncaught page errors are kept for the failure report;
     ``page.page_errors`` lists the uncaught ones."""
     lab_server.wait_until_ready()
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # this run's screenshots only
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(30_000)
     page = context.new_page()

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from browser_support import KERNEL_TIMEOUT, REPO, chromium_missing
+from browser_support import KERNEL_TIMEOUT, REPO, chromium_missing, screenshot
 from playwright.sync_api import Locator, Page, expect
 
 if (_missing := chromium_missing()) is not None and os.environ.get("CI") != "true":
@@ -168,6 +168,7 @@ def test_every_notebook_opens_and_its_kernel_starts(page, lab_server):
         cells = json.loads((REPO / "notebooks" / name).read_text())["cells"]
         expect(panel.locator(".jp-Notebook .jp-Cell")).to_have_count(len(cells), timeout=30_000)
         assert_no_error_shown(page, name)
+        screenshot(page, f"notebook-{Path(name).stem}")  # its top, as a learner opens it
     sessions = {s["path"]: s["kernel"]["execution_state"] for s in lab_server.api("GET",
                                                                                    "sessions")}
     assert sessions == {f"notebooks/{name}": "idle" for name in NOTEBOOKS}
@@ -317,9 +318,17 @@ def drive_lab(page, lab_server, notebook: str, source: str, make_lab, only=None)
                 f"after {after}, the lab's {name} on the page is\n  {shown[name]!r}\n"
                 f"but Python computes for the same setting\n  {expected[name]!r}")
 
+    shots = 0
+
+    def snap(change: str) -> None:  # the lab's cell, whole, after each change
+        nonlocal shots
+        screenshot(first, f"lab-{Path(notebook).stem}-{shots:02d}-{change}")
+        shots += 1
+
     expect(on_page["summary"]).to_be_visible(timeout=KERNEL_TIMEOUT)
     settle()
     check("creating the lab")
+    snap("new")
     # Every control once: sliders first, then dropdowns, then buttons (the knobs before the
     # choices that enable or disable them; the execution mode late, so tf.function traces
     # once). A control that is disabled for the current setting (a knob the loss does not
@@ -347,6 +356,7 @@ def drive_lab(page, lab_server, notebook: str, source: str, make_lab, only=None)
                 disabled_by[other] = (name, before)
         settle()
         check(f"{name}: {action[0]} {action[1]!r}")
+        snap(f"{name}={value}")
     assert_no_error_shown(page, notebook)
     close_everything(page, lab_server)
 
