@@ -39,6 +39,11 @@ DETAILS = re.compile(r"\A<details>\n<summary>([^<\n]+)</summary>\n\n(.*?)\n\n</d
 FENCE = re.compile(r"^```", re.M)
 PYTHON_BLOCK = re.compile(r"(?:\A|\n\n)```python\n.*?\n```(?:\n\n|\Z)", re.S)
 SUMMARIES = ("Hint", "A second hint", "Show a solution")
+# JupyterLab gives a code block its margins only directly in a cell, not inside <details>; this
+# box sets the solution's code off from the prose, in the theme's own border colour.
+CODE_BOX = ('<div style="margin: 0.5em 0 1em 1em; padding-left: 1em; '
+            'border-left: 3px solid var(--jp-border-color1, #9e9e9e)">')
+BOXED_BLOCK = re.compile(re.escape(CODE_BOX) + r"\n\n```python\n.*?\n```\n\n</div>", re.S)
 
 
 def _source(cell: dict) -> str:
@@ -139,6 +144,9 @@ def exercise_problems(cells: list[dict], number: int) -> list[str]:
         if len(FENCE.findall(solution)) != 2 or len(PYTHON_BLOCK.findall(solution)) != 1:
             problems.append(f"{name}: 'Show a solution' must hold exactly one fenced python "
                             "block, with a blank line before and after it")
+        elif not BOXED_BLOCK.search(solution):
+            problems.append(f"{name}: put the solution's code block in the code box "
+                            f"({CODE_BOX} ... </div>, blank lines around the block)")
     return problems
 
 
@@ -172,7 +180,7 @@ def _details(summary: str, body: str) -> dict:
     return _markdown(f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>")
 
 
-SOLUTION_BODY = "A sentence.\n\n```python\ndef f(x):\n    return x\n```"
+SOLUTION_BODY = f"A sentence.\n\n{CODE_BOX}\n\n```python\ndef f(x):\n    return x\n```\n\n</div>"
 GOOD_OPENING = ("# 02 · A title\n\nWhat this covers.\n\n"
                 "- **You will be able to:** do a thing\n- **You need:** `01_x`\n"
                 "- **Time:** about 25 minutes")
@@ -257,6 +265,8 @@ def test_the_exercise_parser_catches_realistic_mistakes():
         "no blank line before </details>": _exercise(reveals=[
             hint, second, _markdown("<details>\n<summary>Show a solution</summary>\n\n"
                                     "```python\nf(1)\n```\n</details>")]),
+        "a solution without the code box": _exercise(reveals=[hint, second, _details(
+            "Show a solution", "A sentence.\n\n```python\ndef f(x):\n    return x\n```")]),
         "a fourth reveal": _exercise(reveals=[hint, second, solution,
                                               _details("A third hint", "More.")]),
     }
