@@ -7,7 +7,6 @@ session ("which gradients are broken, and how?") has a one-line answer.
 
 from __future__ import annotations
 
-import html
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.checks import check_choice
+from helpers.html_tables import code_html, escape, html_table, status_html
 from helpers.printing import norm_text
 from helpers.why_none import HINTS, why_none
 
@@ -113,27 +113,37 @@ class GradientReport(Sequence[GradientRow]):
     def __repr__(self) -> str:
         return self.to_text()
 
-    def _repr_html_(self) -> str:
-        colours = {"ok": "#1b7837", "zero": "#6a51a3", "nonfinite": "#b2182b", "none": "#555555"}
+    def hint_lines(self) -> list[str]:
+        """Each distinct hint once, saying which rows it is for (the HTML table says them
+        under the table instead of on every row)."""
+        lines = []
+        for hint in dict.fromkeys(h for h in self.hints if h):
+            rows = [r for r in self if r.hint == hint]
+            statuses = {r.status for r in rows}
+            which = ("every row" if len(rows) == len(self) else
+                     f"{rows[0].name} ({rows[0].status})" if len(rows) == 1 else
+                     f"the {len(rows)} {statuses.pop()} rows" if len(statuses) == 1 else
+                     f"the {len(rows)} rows that are not ok")
+            lines.append(f"Hint for {which}: {hint}")
+        return lines
+
+    def to_html(self, *, summary: bool = True, hint_column: bool | None = None,
+                no_hint: str = "") -> str:
+        """The table (``_repr_html_``). ``hint_column``: hints in a column (default: only when
+        rows have different hints), else each said once under the table (``no_hint`` stands
+        there when no row has one); ``summary``: the summary line under it."""
         largest = self.largest_norm()
-        hints = any(self.hints)
-        rows = "".join(
-            "<tr>"
-            f"<td style='text-align:left'><code>{html.escape(r.name)}</code></td>"
-            f"<td>{html.escape(_shape_text(r.shape))}</td>"
-            f"<td style='color:{colours[r.status]};font-weight:bold'>{r.status}</td>"
-            f"<td>{norm_text(r.norm, largest)}</td>"
-            + (f"<td style='text-align:left'>{html.escape(r.hint)}</td>" if hints else "")
-            + "</tr>"
-            for r in self
-        )
-        hint_head = "<th style='text-align:left'>hint</th>" if hints else ""
-        return (
-            "<table><thead><tr><th style='text-align:left'>variable</th><th>shape</th>"
-            f"<th>status</th><th>gradient norm</th>{hint_head}</tr></thead><tbody>{rows}"
-            "</tbody></table>"
-            f"<p>{html.escape(self.summary())}</p>"
-        )
+        column = len(set(self.hints) - {""}) > 1 if hint_column is None else hint_column
+        header = ["variable", "shape", "status", "gradient norm", *(["hint"] * column)]
+        rows = [[code_html(r.name), escape(_shape_text(r.shape)),
+                 status_html(r.status, r.status), norm_text(r.norm, largest),
+                 *([escape(r.hint)] * column)] for r in self]
+        below = [] if column else (self.hint_lines() or [no_hint] * bool(no_hint))
+        return html_table(header, rows, align="lllr" + "l" * column, wrap=[4],
+                          below=[*below, *[self.summary()] * summary])
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
 
 
 def gradient_report(grads: Sequence[Any], sources: Sequence[Any],

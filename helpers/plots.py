@@ -24,7 +24,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import ScaledTranslation
 
-from helpers.gradients import GradientReport, Status
+from helpers.gradients import STATUSES, GradientReport, Status
 
 VOICING_COLOURS = {0: "#bdbdbd", 1: "#1a9850", 2: "#fdae61"}  # silent, voiced, unvoiced
 
@@ -57,11 +57,13 @@ def plot_gradient_norms(
     title: str | None = None,
     xlim: tuple[float, float] | None = None,
     legend: bool = True,
+    legend_statuses: Sequence[Status] | None = None,
 ) -> Figure:
     """Horizontal bar plot of each variable's gradient norm, log scale, first variable on top.
 
     Pass ``xlim`` to share one scale between several plots, and ``legend=False`` to leave the
-    legend to the figure (``plot_reports`` does both).
+    legend to the figure (``plot_reports`` does both). ``legend_statuses``: the statuses the
+    legend lists (default: those in the report; the lab lists all, for one layout).
     """
     _check_report(report)
     fig, ax = _figure_and_axes(ax, height=0.45 * len(report) + 1.4)
@@ -92,7 +94,7 @@ def plot_gradient_norms(
     ax.set_title(title or report.summary())
     ax.grid(axis="x", which="major", alpha=0.3)
     if legend:
-        ax.legend(handles=_legend_handles([report]), loc="upper left",
+        ax.legend(handles=_legend_handles([report], legend_statuses), loc="upper left",
                   bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     return fig
 
@@ -195,10 +197,12 @@ def norm_limits(reports: Sequence[GradientReport]) -> tuple[float, float]:
     return lo, hi
 
 
-def _legend_handles(reports: Sequence[GradientReport]) -> list:
+def _legend_handles(reports: Sequence[GradientReport],
+                    statuses: Sequence[Status] | None = None) -> list:
     handles: list = []
     for status in ("ok", "zero", "nonfinite", "none"):
-        if not any(report.any(status) for report in reports):
+        if status not in (statuses if statuses is not None else
+                          [s for s in STATUSES if any(r.any(s) for r in reports)]):
             continue
         style = STYLE[status]
         if status == "ok":

@@ -12,8 +12,8 @@ widgets, so the lab can be driven and tested without a browser: set
 
 from __future__ import annotations
 
-import html
 import io
+import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,7 +22,8 @@ import keras
 import matplotlib.pyplot as plt
 from IPython.display import HTML, Image
 
-from helpers.gradients import GradientReport
+from helpers.gradients import STATUSES, GradientReport
+from helpers.html_tables import escape
 from helpers.lab import LabComputation, LabResult
 from helpers.lab_settings import (
     ELSE_SCALES,
@@ -33,6 +34,32 @@ from helpers.lab_settings import (
     LabSetting,
 )
 from helpers.plots import plot_gradient_norms
+
+# The plot's x range, the same for every setting so that two settings compare by eye: every
+# norm the course's lab gives lies inside (measured over all its settings: 9.2e-16, silence
+# with the hack's scale at 1e-12, to 1.87, the voiced clip). A learner's norm above it is
+# drawn to the edge; one below it gets no bar (the table gives its value).
+LAB_NORM_RANGE = (1e-16, 1e2)
+LAB_FIGURE_TITLE = "gradient norm of each variable"
+LAB_FIGURE_WIDTH = 8.0  # inches; the height grows with the number of variables, as in 00
+LAB_NO_HINT = "No hint: every gradient is there and non-zero."
+FALLBACK_NOTE = "Run this cell to get the interactive gradient lab. When it last ran, it showed:"
+FALLBACK_WIDTH = 80  # characters per line of the text fallback (no line long enough to break)
+CONTROL_LABEL_WIDTH = "110px"  # every control's label, inline, the same width
+# The lab's own styles (a <style> in a hidden HTML widget, scoped to .gradient-lab): the
+# selected toggle in the theme's brand colour, a disabled control greyed out whole, and the
+# toggles' labels inline like the other controls' (ipywidgets puts them above).
+LAB_CSS = """<style>
+.gradient-lab .jupyter-button.mod-active {
+  background-color: var(--jp-brand-color1, #1976d2);
+  color: var(--jp-ui-inverse-font-color1, #ffffff);
+}
+.gradient-lab .lab-control-off { opacity: 0.4; }
+.gradient-lab .widget-toggle-buttons { display: flex; align-items: center; }
+.gradient-lab .widget-toggle-buttons > .widget-label {
+  flex-shrink: 0; margin-right: 8px; text-align: right;
+}
+</style>"""
 
 
 class GradientLab:
@@ -76,7 +103,9 @@ class GradientLab:
         self.view = widgets.Output()
         self.adam_panel = widgets.HTML()
         for name, control in self.controls.items():
-            control.style.description_width = "initial"
+            control.style.description_width = CONTROL_LABEL_WIDTH
+            if isinstance(control, widgets.ToggleButtons):
+                control.style.button_width = "auto"
             control.add_class(f"gradient-lab-{name}")
             control.observe(self._on_change, names="value")
         self.summary.add_class("gradient-lab-summary")
@@ -84,9 +113,10 @@ class GradientLab:
         self.adam_panel.add_class("gradient-lab-adam")
         c = self.controls
         self.widget = widgets.VBox([
+            widgets.HTML(LAB_CSS, layout=widgets.Layout(display="none")),
             widgets.HBox([c["clip"], c["loss"]]),
             widgets.HBox([c["else_scale"], c["silence_weight"]]),
-            c["mode"], c["policy"], self.summary, self.adam_panel, self.view])
+            widgets.HBox([c["mode"], c["policy"]]), self.summary, self.adam_panel, self.view])
         self.widget.add_class("gradient-lab")
         self.result: LabResult | None = None
         self.error: str | None = None  # what went wrong in the last change, if anything
@@ -114,7 +144,7 @@ class GradientLab:
             self.update()
         except Exception as error:  # noqa: BLE001 - shown to the learner, not hidden
             self.error = f"{self.setting().describe()}: {type(error).__name__}: {error}"
-            self.summary.value = f"<b>{html.escape(self.error)}</b>"
+            self.summary.value = text_html(self.error, bold=True)
             self.adam_panel.value = ""
             self.view.outputs = ()
 
@@ -122,11 +152,14 @@ class GradientLab:
         """Recompute (or take from the cache) for the current controls and redraw."""
         setting = self.setting()
         for knob in KNOBS:  # a slider the loss does not take is greyed out
-            self.controls[knob].disabled = getattr(setting, knob) is None
+            off = getattr(setting, knob) is None
+            self.controls[knob].disabled = off
+            (self.controls[knob].add_class if off else self.controls[knob].remove_class)(
+                "lab-control-off")
         self.result, self.error = self.lab.result(setting), None
         table_html, png = self._picture(self.result.report)
-        self.summary.value = f"<b>{html.escape(self.result.describe())}</b>"
-        self.adam_panel.value = html.escape(self.result.adam.describe())
+        self.summary.value = text_html(self.result.describe(), bold=True)
+        self.adam_panel.value = text_html(self.result.adam.describe())
         self.view.outputs = ()
         self.view.append_display_data(HTML(table_html))
         self.view.append_display_data(Image(data=png, format="png"))
@@ -137,11 +170,11 @@ class GradientLab:
         plot takes longer than an eager gradient."""
         key = tuple((r.name, r.status, r.norm) for r in report)
         if key not in self._pictures:
-            figure = plot_gradient_norms(report, title=report.summary())
+            figure = lab_figure(report)
             buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", dpi=80)
+            figure.savefig(buffer, format="png")  # at the figure's dpi, like the inline plots
             plt.close(figure)
-            self._pictures[key] = (report._repr_html_(), buffer.getvalue())
+            self._pictures[key] = (lab_table(report), buffer.getvalue())
         return self._pictures[key]
 
     # -- display
@@ -159,8 +192,40 @@ class GradientLab:
         }
 
     def text(self) -> str:
-        """The plain-text view: the summary line and the Adam panel."""
-        return f"Gradient lab, showing {self.result.describe()}\n{self.result.adam.describe()}"
+        """The plain-text view: a note to run the cell, then the summary line and the Adam
+        panel, each wrapped between words (a notebook breaks a long line anywhere)."""
+        return fallback_text(self.result)
 
     def __repr__(self) -> str:
         return f"GradientLab({self.result.describe() if self.result else 'not run'})"
+
+
+def lab_figure(report: GradientReport) -> plt.Figure:
+    """The lab's plot: one x range (``LAB_NORM_RANGE``), one title and a legend of every
+    status, so that its size and layout are the same in every setting."""
+    _figure, ax = plt.subplots(figsize=(LAB_FIGURE_WIDTH, 0.45 * len(report) + 1.4),
+                               layout="constrained")
+    return plot_gradient_norms(report, ax=ax, title=LAB_FIGURE_TITLE, xlim=LAB_NORM_RANGE,
+                               legend_statuses=STATUSES)
+
+
+def lab_table(report: GradientReport) -> str:
+    """The lab's table: the same four columns in every setting, the hints under it (the
+    summary line above the lab already gives the report's summary)."""
+    return report.to_html(summary=False, hint_column=False, no_hint=LAB_NO_HINT)
+
+
+def text_html(text: str, bold: bool = False) -> str:
+    """A line of the lab's text as HTML, at the notebook's line height when it wraps."""
+    inner = f"<b>{escape(text)}</b>" if bold else escape(text)
+    return f"<div style='line-height:1.4'>{inner}</div>"
+
+
+def fallback_text(result: LabResult) -> str:
+    """What a notebook shows where the widget is not drawn: ``FALLBACK_NOTE``, then the
+    summary line and the Adam panel as paragraphs of at most ``FALLBACK_WIDTH`` characters."""
+    def wrap(text: str) -> str:
+        return textwrap.fill(text, FALLBACK_WIDTH, break_long_words=False,
+                             break_on_hyphens=False)
+
+    return f"{FALLBACK_NOTE}\n{wrap(result.describe())}\n\n{wrap(result.adam.describe())}"

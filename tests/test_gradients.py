@@ -1,7 +1,9 @@
 """helpers.gradients: the gradient report, ``gradients_of`` and ``max_abs_diff``. How the
 report prints its norms (``~0``, ``0``) is in tests/test_printing.py."""
 
+import html
 import math
+import re
 
 import keras
 import numpy as np
@@ -67,7 +69,7 @@ def test_mixed_statuses_in_variable_order(variables):
     text = repr(report)
     for name in ("a", "b", "c", "unused"):
         assert name in text
-    assert "<table>" in report._repr_html_()
+    assert "<table class='gradient-clinic-table'>" in report._repr_html_()
 
 
 def test_indexed_slices_from_gather_sum_repeated_rows():
@@ -194,7 +196,7 @@ def test_no_hint_column_when_every_row_is_ok(variables):
     a = variables[0]
     report = gradient_report(_grads(lambda: tf.reduce_sum(a), [a]), [a])
     assert report.hints == [""] and "hint" not in report.to_text()
-    assert "hint" not in report._repr_html_()
+    assert "hint" not in report._repr_html_().lower()
 
 
 def test_a_hint_names_the_cause_family_of_each_row_that_is_not_ok(variables):
@@ -210,10 +212,35 @@ def test_a_hint_names_the_cause_family_of_each_row_that_is_not_ok(variables):
     assert "not used on the way" in hints["c"] and "not used on the way" in hints["unused"]
     assert "trainable_variables" in hints["frozen"] and "integer" in hints["steps"]
     assert "tape.watch" in hints["source_6"]
-    assert "hint" in report.to_text() and "<th style='text-align:left'>hint</th>" in (
-        report._repr_html_())
+    assert "hint" in report.to_text() and ">hint</th>" in report._repr_html_()
     every_none = gradient_report([None, None], [a, c])
     assert all(h.startswith("cut: NumPy") for h in every_none.hints)
+
+
+def test_a_hint_shared_by_every_row_is_said_once_under_the_table(variables):
+    """The same long hint on every row would repeat and wrap: the HTML says it once, under
+    the table; rows with different hints keep a column (the text form keeps its column)."""
+    a, b, c, unused = variables
+    report = gradient_report([tf.ones(2), None, None, None], [a, b, c, unused])
+    markup = report._repr_html_()
+    hint = report.hints[1]
+    assert ">hint</th>" not in markup and markup.count(html.escape(hint, quote=False)) == 1
+    assert report.hint_lines() == [f"Hint for the 3 none rows: {hint}"]
+    assert "Hint for every row:" in gradient_report([None] * 2, [a, c])._repr_html_()
+    assert "Hint for b (zero):" in gradient_report([tf.ones(2), tf.zeros((3, 2))],
+                                                    [a, b])._repr_html_()
+    forced = report.to_html(hint_column=True, summary=False)
+    assert ">hint</th>" in forced and report.summary() not in forced
+    assert "hint" in report.to_text()  # unchanged: the text keeps its column
+
+
+def test_headers_and_shapes_never_wrap(variables):
+    a, b, c, unused = variables
+    markup = gradient_report([tf.ones(2), None, None, None], [a, b, c, unused])._repr_html_()
+    cells = re.findall(r"<t([hd]) style='([^']*)'>(.*?)</t[hd]>", markup)
+    assert len(cells) == 4 * 5
+    assert all("white-space:nowrap" in style for _, style, _ in cells)
+    assert ("d", "text-align:left;white-space:nowrap", "(3, 2)") in cells
 
 
 # --- op_gradient: what gradient one op has (notebook 05's table) -------------------------------

@@ -9,7 +9,7 @@
     3  labels, gru_state, probe.marks, probe.exits, noise, baselines
     2  synth, plots
     1  audio, gradients
-    0  printing, reproducibility, checks, why_none, tracebacks
+    0  printing, reproducibility, checks, why_none, tracebacks, html_tables
 
 ``helpers/__init__.py`` imports nothing from helpers (every module may import the package
 itself, ``import helpers``). A submodule of ``helpers.exercises`` may also import
@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "helpers"
 
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("printing", "reproducibility", "checks", "why_none", "tracebacks"),
+    0: ("printing", "reproducibility", "checks", "why_none", "tracebacks",
+        "html_tables"),
     1: ("audio", "gradients"),
     2: ("synth", "plots"),
     3: ("labels", "gru_state", "probe.marks", "probe.exits", "noise", "baselines"),

@@ -4,6 +4,9 @@ probe can print has a program that triggers it and a close one where it must not
 
 from __future__ import annotations
 
+import html
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ import tensorflow as tf
 from matplotlib.colors import to_hex
 
 import helpers  # noqa: F401
+from helpers.html_tables import TABLE_CLASS, status_html
 from helpers.plots import PATH_COLOURS
 from helpers.probe import GradientProbe
 
@@ -255,6 +259,32 @@ def test_a_watched_tensor_is_named_not_called_the_variables():
     assert "between 'ids' and 'vectors'" in named and "where 'ids' is used" in named
     assert "between 'source_0' and 'vectors'" in by_position
     assert "the variables" not in named + by_position
+
+
+# -- the verdict in HTML --------------------------------------------------------------------------
+
+
+def _shown(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", markup))
+
+
+@pytest.mark.parametrize("program, status, cell", [
+    (healthy, "ok", "yes"), (zero_gradient, "zero", "yes (zeros)"),
+    (nan_gradient, "nonfinite", "yes (NaN/inf)"), (stopped, "none", "no"),
+    (no_gradient_op, "error", "raises")])
+def test_the_html_verdict_says_what_the_text_says_in_one_table_style(program, status, cell):
+    """The verdict in HTML: every line of the explanation, the marks in the course's one
+    table style, and the loss's reach of each mark in its status colour."""
+    where = _run(program)
+    markup = where._repr_html_()
+    words = " ".join(_shown(markup).split())
+    for line in where.explanation().splitlines():
+        assert " ".join(line.split()) in words
+    assert markup.count(f"<table class='{TABLE_CLASS}'>") == 1
+    assert status_html(cell, status) in markup
+    head = "ok" if where.intact else "error"
+    assert markup.startswith(f"<p>{status_html(where.explanation().splitlines()[0], head)}")
+    assert repr(where) == where.to_text()  # the text form stays for terminals and nbval
 
 
 # -- the picture --------------------------------------------------------------------------------

@@ -1,13 +1,16 @@
 """The gradient lab, driven without a browser: set the widgets, read the result; and the lab
 06 stores, whose widget state must say what its text fallback says."""
 
+import base64
 import html
+import itertools
 import json
 import re
 from pathlib import Path
 
 import ipywidgets as widgets
 import keras
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -25,7 +28,16 @@ from helpers.lab_settings import (
 from helpers.labels import LabelError
 from helpers.training import TrainingState, mean_abs_change, restore_weights, snapshot
 from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
-from helpers.widgets import GradientLab
+from helpers.widgets import (
+    FALLBACK_NOTE,
+    FALLBACK_WIDTH,
+    LAB_FIGURE_TITLE,
+    LAB_NO_HINT,
+    LAB_NORM_RANGE,
+    GradientLab,
+    lab_figure,
+    lab_table,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -94,11 +106,27 @@ def test_setting_a_widget_recomputes_and_redraws(lab):
     outputs = lab.view.outputs
     assert len(outputs) == 2  # the table and the plot, once each (the old view was cleared)
     assert "text/html" in outputs[0]["data"] and "image/png" in outputs[1]["data"]
-    rows = re.findall(r"<tr><td style='text-align:left'><code>([^<]+)</code>",
+    rows = re.findall(r"<tr><td style='[^']*'><code>([^<]+)</code>",
                       outputs[0]["data"]["text/html"])
     assert rows == [v.path for v in lab.model.trainable_variables]
-    assert lab.summary.value == f"<b>{html.escape(result.describe())}</b>"
-    assert lab.adam_panel.value == html.escape(result.adam.describe())
+    assert shown_text(lab.summary.value) == result.describe()
+    assert "<b>" in lab.summary.value and "line-height:1.4" in lab.adam_panel.value
+    assert shown_text(lab.adam_panel.value) == result.adam.describe()
+    png = outputs[1]["data"]["image/png"]
+    none = set_controls(lab, loss="per-frame (question)").report  # another layout: no bars
+    assert none.all("none") and lab.view.outputs[1]["data"]["image/png"] != png
+    assert png_size(lab.view.outputs[1]["data"]["image/png"]) == png_size(png)
+
+
+def shown_text(markup: str) -> str:
+    """The text an HTML widget shows."""
+    return html.unescape(re.sub("<[^>]+>", "", markup))
+
+
+def png_size(data: str) -> tuple[int, int]:
+    """Width and height of a base64 PNG, from its header."""
+    header = base64.b64decode(data[:44])
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
 
 
 def test_the_summary_line_is_a_function_of_the_setting_alone(model, lab):
@@ -304,6 +332,101 @@ def test_a_change_that_needs_no_trace_does_not_retrace():
     assert lab.result is first  # the same setting again: taken from the cache
 
 
+# ----------------------------------------------------- one layout for every setting
+
+
+def scaled_mse(reference, estimate, labels, else_scale=None):  # norms over 12 decades
+    return (1.0 if else_scale is None else else_scale) * mse(reference, estimate, labels)
+
+
+def root_mse(reference, estimate, labels, silence_weight=1.0):  # weight 0: NaN gradients
+    return tf.sqrt(silence_weight * mse(reference, estimate, labels))
+
+
+def ignores_the_model(reference, estimate, labels):  # every gradient None
+    return tf.reduce_mean(tf.square(reference))
+
+
+def every_setting(lab) -> list:
+    """Every setting the lab's controls offer (a knob the loss does not take counts once)."""
+    options = [lab.controls[name].options for name in
+               ("clip", "loss", "mode", "policy", "else_scale", "silence_weight")]
+    return sorted({lab.lab.setting(*values) for values in itertools.product(*options)},
+                  key=repr)
+
+
+def test_every_setting_has_one_figure_size_one_x_range_and_the_same_table_columns():
+    """The lab's view does not jump: for every setting of a lab (both modes, every policy and
+    knob value; losses whose norms span 12 decades and give all four statuses), the plot has
+    one size, one x range, one title and one legend, and the table the same four columns
+    with its hints in one line under it. (The course's own lab, whose tf.function traces
+    take minutes, was measured the same way once: 336 settings, 92 distinct reports, one
+    size and range; the next test checks its norms fit the range.)"""
+    clips = {"vowel": ClipExcerpt("vowel_a", 10, 14), "pause": ClipExcerpt("silence", 4, 8)}
+    lab = GradientLab(make_conv_denoiser(seed=0), clips=clips, losses={
+        "scaled": scaled_mse, "root": root_mse, "ignores": ignores_the_model})
+    settings, layouts, statuses, norms = every_setting(lab), set(), set(), []
+    assert len(settings) == 2 * (8 + 6 + 1) * 2 * 3
+    drawn = {}  # the lab draws one picture per distinct report, too
+    for setting in settings:
+        report = lab.lab.result(setting).report
+        statuses |= set(report.statuses)
+        norms += [r.norm for r in report if r.status == "ok"]
+        key = tuple((r.status, r.norm) for r in report)
+        if key not in drawn:
+            figure = lab_figure(report)
+            ax = figure.axes[0]
+            drawn[key] = (tuple(figure.get_size_inches()), ax.get_xlim(), ax.get_title(),
+                          tuple(t.get_text() for t in ax.get_legend().get_texts()))
+            plt.close(figure)
+        layouts.add(drawn[key])
+        table = lab_table(report)
+        assert re.findall(r"<th[^>]*>([^<]*)</th>", table) == ["variable", "shape", "status",
+                                                              "gradient norm"], setting
+        below = re.findall(r"<p[^>]*>([^<]*)</p>", table.split("</table>")[1])
+        assert len(below) == 1 and (below[0].startswith("Hint for every row: ")
+                                    or below[0] == LAB_NO_HINT), (setting, below)
+    assert statuses == {"ok", "zero", "nonfinite", "none"}
+    assert max(norms) / min(norms) > 1e11
+    assert layouts == {((8.0, 0.45 * 5 + 1.4), LAB_NORM_RANGE, LAB_FIGURE_TITLE,
+                        ("norm (log scale)", "zero", "NaN / inf", "None"))}
+
+
+def test_the_course_labs_norms_lie_inside_the_plots_range(lab):
+    """Its smallest norms: silence with the hack's smallest scale (the scale multiplies every
+    gradient); its largest: the voiced clip, for either loss (measured over every setting)."""
+    smallest = lab.result_for("silent", "per-frame (question)", else_scale="1e-12").report
+    for clip, loss in (("voiced", "masked"), ("voiced", "per-frame (question)"),
+                       ("unvoiced", "masked"), ("silent", "masked")):
+        weight = "10" if loss == "masked" else "1"
+        largest = lab.result_for(clip, loss, silence_weight=weight).report
+        assert largest.largest_norm() < LAB_NORM_RANGE[1] / 10, (clip, loss)
+    assert min(r.norm for r in smallest) > LAB_NORM_RANGE[0] * 5
+
+
+def test_the_lab_greys_out_a_knob_its_loss_does_not_take_and_keeps_labels_inline(lab):
+    set_controls(lab, loss="masked")
+    assert "lab-control-off" in lab.controls["else_scale"]._dom_classes
+    assert "lab-control-off" not in lab.controls["silence_weight"]._dom_classes
+    set_controls(lab, loss="per-frame (question)")
+    assert "lab-control-off" in lab.controls["silence_weight"]._dom_classes
+    widths = {c.style.description_width for c in lab.controls.values()}
+    assert len(widths) == 1  # every label inline, one width
+
+
+def test_the_text_fallback_says_to_run_the_cell_and_never_breaks_a_word(lab):
+    result = set_controls(lab, clip="silent", loss="per-frame (question)", policy="None",
+                          mode="eager", else_scale="off")
+    text = lab._repr_mimebundle_()["text/plain"]
+    lines = text.split("\n")
+    assert lines[0] == FALLBACK_NOTE == ("Run this cell to get the interactive gradient lab. "
+                                         "When it last ran, it showed:")
+    assert all(len(line) <= FALLBACK_WIDTH for line in lines)
+    paragraphs = [" ".join(p.split("\n")) for p in "\n".join(lines[1:]).split("\n\n")]
+    assert paragraphs == [result.describe(), result.adam.describe()]
+    assert text.count(result.report.summary()) == 1
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -393,7 +516,7 @@ def stored_lab_disagreements(notebook: dict) -> list[str]:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             text = "".join(data.get("text/plain", ""))
-            if WIDGET_VIEW not in data or not text.startswith("Gradient lab, showing "):
+            if WIDGET_VIEW not in data or not text.startswith(FALLBACK_NOTE):
                 continue
             labs += 1
             root = data[WIDGET_VIEW]["model_id"]
@@ -404,11 +527,13 @@ def stored_lab_disagreements(notebook: dict) -> list[str]:
             for model_id in _stored_descendants(state, root):
                 for css in state[model_id]["state"].get("_dom_classes", ()):
                     by_class[css.removeprefix("gradient-lab-")] = state[model_id]["state"]
-            summary = html.unescape(re.sub("</?b>", "", by_class["summary"]["value"]))
-            adam = html.unescape(by_class["adam"]["value"])
-            if text != f"Gradient lab, showing {summary}\n{adam}":
+            summary = shown_text(by_class["summary"]["value"])
+            adam = shown_text(by_class["adam"]["value"])
+            said = [" ".join(p.split("\n")) for p in
+                    text.removeprefix(FALLBACK_NOTE + "\n").split("\n\n")]
+            if said != [summary, adam]:
                 problems.append(f"lab {root}: text {text!r} but widgets {summary!r} / {adam!r}")
-            setting = text.removeprefix("Gradient lab, showing ").split(": loss ")[0]
+            setting = said[0].split(": loss ")[0]
             shown = dict(re.findall(rf"({'|'.join(CONTROL_NAMES)})=(.*?)(?:, (?=\w+=)|$)",
                                     setting))
             for name in CONTROL_NAMES:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from helpers.html_tables import code_html, escape, html_table, status_html
 from helpers.probe.marks import LOSS, NO_GRADIENT_KINDS, VARIABLES, Kind
 from helpers.why_none import Cause
 
@@ -79,6 +80,11 @@ class Location:
 
     def explanation(self) -> str:
         """The verdict, what lies around each break, what to check."""
+        return "\n".join("  " * depth + line for depth, line in self._lines())
+
+    def _lines(self) -> list[tuple[int, str]]:
+        """The explanation's lines with their depth: 0 the verdict, a break, a note; 1 what
+        explains the break above it."""
         if self.intact:
             head = "Gradient path intact: every source gets a gradient."
         elif not self.breaks:
@@ -90,18 +96,19 @@ class Location:
                     f"{point(self.breaks[0][1])}.")
         else:
             head = f"Gradient path broken in {len(self.breaks)} places, in forward order:"
-        lines = [head]
+        lines = [(0, head)]
         for number, (start, end) in enumerate(self.breaks, 1):
             if len(self.breaks) > 1:
-                lines.append(f"{number}. between {self._start((start, end))} and {point(end)}.")
-            lines.extend(f"  {line}" for line in self.details.get((start, end), []))
+                lines.append((0, f"{number}. between {self._start((start, end))} and "
+                                 f"{point(end)}."))
+            lines.extend((1, line) for line in self.details.get((start, end), []))
             named = self.starts.get((start, end), "")
             verb_ = "are" if "," in named else "is"
             where = (point(start) if start != VARIABLES else f"where {named} {verb_} used"
                      if named else "where the variables are used")
-            lines.append(f"  Look at the code between {where} and {point(end)}.")
-        lines.extend(f"Note: {note}" for note in self.notes)
-        return "\n".join(lines)
+            lines.append((1, f"Look at the code between {where} and {point(end)}."))
+        lines.extend((0, f"Note: {note}") for note in self.notes)
+        return lines
 
     def _start(self, pair: tuple[str, str]) -> str:
         """The start of a break in words; tensor sources by their names, not "the variables"."""
@@ -125,6 +132,29 @@ class Location:
 
     __repr__ = to_text
 
+    def _repr_html_(self) -> str:
+        """The explanation as paragraphs (the verdict in its status colour, what explains each
+        break as a list under it) and the marks as a table in the course's one style."""
+        parts, items = [], []
+        for depth, line in [*self._lines(), (0, "")]:
+            if depth:
+                items.append(f"<li>{escape(line)}</li>")
+                continue
+            if items:
+                parts.append(f"<ul style='margin:0.2em 0'>{''.join(items)}</ul>")
+                items = []
+            if line and not parts:
+                parts.append(f"<p>{status_html(line, 'ok' if self.intact else 'error')}</p>")
+            elif line:
+                parts.append(f"<p style='margin:0.3em 0'>{escape(line)}</p>")
+        if self.marks:
+            rows = [[code_html(name), escape(kind), _reach_html(m, reach),
+                     escape(variables)]
+                    for m, (name, kind, reach, variables) in zip(self.marks, self.table_rows())]
+            parts.append(html_table(("mark", "kind", "loss reaches it", "variables reaching it"),
+                                    rows, wrap=[3]))
+        return "".join(parts)
+
     def plot(self, ax: Any = None) -> Any:
         """Draw the path: the marks in forward order (columns), which ones each source
         reaches (rows), whether the loss reaches each mark, every break in red, and the
@@ -147,6 +177,15 @@ def _reach_text(m: MarkResult) -> str:
         return "no"
     extra = {"nonfinite": " (NaN/inf)", "zero": " (zeros)"}.get(m.loss_gradient or "", "")
     return "yes" + extra
+
+
+def _reach_html(m: MarkResult, text: str) -> str:
+    """The "loss reaches it" cell, in the colour of the gradient the loss sends there."""
+    if text == "-":
+        return text
+    status = ("error" if m.loss_gradient == "error" else "none" if not m.loss_reaches
+              else m.loss_gradient or "ok")
+    return status_html(text, status)
 
 
 def _variables_text(reached: tuple[str, ...], total: int) -> str:
