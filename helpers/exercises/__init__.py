@@ -18,9 +18,11 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-# JupyterLab's theme colours (light and dark alike), with a fallback outside JupyterLab.
-VERDICT_COLOURS = {True: "var(--jp-success-color1, #1b7837)",
-                   False: "var(--jp-error-color1, #b2182b)"}
+from helpers.html_tables import STATUS_COLOURS
+
+# JupyterLab's theme colours (light and dark alike), the report's own: solved as "ok", not yet
+# as "error".
+VERDICT_COLOURS = {True: STATUS_COLOURS["ok"], False: STATUS_COLOURS["error"]}
 
 
 @dataclass(frozen=True)
