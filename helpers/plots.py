@@ -41,8 +41,6 @@ STYLE: dict[Status, dict] = {
 HEATMAP_KEY: dict[Status, str] = {"none": STYLE["none"]["color"], "zero": "white",
                                   "nonfinite": STYLE["nonfinite"]["color"]}
 HEATMAP_WIDTH = 9.0  # inches: names, cells and colour bar
-
-
 MARKER_INSET = 10.0  # points from the left edge of the axes to the centre of a status marker
 
 
@@ -170,9 +168,8 @@ def plot_norm_history(
     ax.set_xticks(np.interp(ticks, steps, range(len(steps))), [str(t) for t in ticks])
     ax.set_xlabel("training step")
     ax.set_title(title)
-    # The key is always drawn: any step of a history can turn None, zero or NaN.
     handles = [Patch(facecolor=HEATMAP_KEY[s], edgecolor=STYLE[s]["color"], label=STYLE[s]["label"])
-               for s in ("none", "zero", "nonfinite")]
+               for s in ("none", "zero", "nonfinite")]  # always: any step can turn None or NaN
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     return fig
 
