@@ -86,8 +86,17 @@ def test_outside_ipython_it_changes_nothing():
 # ------------------------------------------------------------------ in a kernel, under nbval
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+# The module is loaded from its file, not through ``import helpers`` (whose first import loads
+# TensorFlow, a few CPU-seconds per kernel): helpers.tracebacks imports nothing from helpers.
+MODULE = ROOT / "helpers" / "tracebacks.py"
+TURN_ON = f"""import importlib.util
+
+spec = importlib.util.spec_from_file_location("tracebacks", {str(MODULE)!r})
+tracebacks = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tracebacks)
+tracebacks.short_tracebacks()"""
 SOURCES = {  # cell: (source, tags)
-    "turn on": ("from helpers.tracebacks import short_tracebacks\n\nshort_tracebacks()", []),
+    "turn on": (TURN_ON, []),
     "still raises": ("import json\n\njson.loads('{')", ["raises-exception"]),
     "stopped raising": ("import json\n\njson.loads('{}')", ["raises-exception"]),
     "raises another error": ("raise ValueError('{')", ["raises-exception"]),
