@@ -9,8 +9,7 @@ Importing this package keeps TensorFlow's start-up log lines out of notebooks an
   except two known, harmless ones. On a machine that has the CUDA toolkit but no GPU driver,
   TensorFlow 2.21 logs ``cudart_stub.cc ... Could not find cuda drivers`` through absl
   before any log level applies (``probes/probe_tf_log_noise.sh`` measures this).
-* it holds scikit-learn back while TensorFlow loads (Keras would import it for wrappers the
-  course never uses; ``_import_tensorflow``).
+* it holds back scikit-learn, which Keras imports for nothing here (``_import_tensorflow``).
 
 Import ``helpers`` (or any ``helpers.*`` module) before ``tensorflow``.
 """
