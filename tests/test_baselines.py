@@ -15,9 +15,7 @@ from helpers.baselines import (
     stoi,
     stoi_many,
 )
-from helpers.capstone_data import (
-    held_back_mixtures,
-)
+from helpers.capstone_data import held_back_mixtures
 
 
 def test_si_sdr_is_scale_invariant_and_ranks_cleaner_higher():
@@ -69,6 +67,16 @@ def test_noisereduce_gating_keeps_the_length_and_turns_noise_only_stretches_down
         out = baselines.spectral_gating(mixture.audio, stationary)
         assert out.shape == mixture.audio.shape and out.dtype == np.float32
         assert np.sum(out[pause] ** 2) < 0.5 * np.sum(mixture.audio[pause] ** 2)
+
+
+def test_stationary_gating_with_the_shorter_padding_is_noisereduces_default():
+    import noisereduce
+
+    for mixture in (held_back_mixtures()[0], held_back_mixtures()[-1]):
+        default = noisereduce.reduce_noise(y=mixture.audio, sr=16000, stationary=True)
+        out = baselines.spectral_gating(mixture.audio, stationary=True)
+        assert np.max(np.abs(out - default)) <= 1e-12 * np.max(np.abs(default))
+        assert baselines.STATIONARY_PADDING < 30000
 
 
 def test_baselines_bad_inputs():
