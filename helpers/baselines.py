@@ -6,14 +6,12 @@
 * ``spectral_subtraction(noisy, ...)``: power spectral subtraction on a ``scipy.signal.stft``, with
   the noise spectrum estimated from the input itself (the mean power of its quietest frames
   in each bin), a spectral floor, and the noisy phase.
-* ``spectral_gating(noisy, stationary)``: ``noisereduce.reduce_noise`` with its defaults (the
-  stationary one on less zero padding: the same output).
+* ``spectral_gating(noisy, stationary)``: ``noisereduce.reduce_noise`` with its defaults.
   Stationary: each bin's threshold is the mean plus 1.5 standard deviations of the whole noisy
   clip's dB spectrogram. Non-stationary: each bin's noise floor is the noisy spectrogram
   smoothed in time (2 s time constant); a sigmoid gate passes bins well above it.
 * ``si_sdr``: scale-invariant signal-to-distortion ratio (Le Roux et al., 2019), in dB;
-  ``stoi``: short-time objective intelligibility, ``pystoi``'s measure (``stoi_many``: of
-  several estimates at once).
+  ``stoi``: short-time objective intelligibility, ``pystoi``'s (``stoi_many``: vectorised).
 """
 
 from __future__ import annotations
