@@ -117,11 +117,11 @@ class Comparison:
         one kind (``"silent"`` or ``"unvoiced"``) of every mixture."""
         check_choice(kind, ("silent", "unvoiced", "voiced"), "kind")
         out_energy = in_energy = 0.0
-        for mixture, output, energies in zip(self.mixtures, self._energies(system),
-                                             self._energies(None)):
+        for mixture, output_energies, input_energies in zip(
+                self.mixtures, self._energies(system), self._energies(None)):
             frames = getattr(mixture.labels, kind)
-            out_energy += output[frames].sum()
-            in_energy += energies[frames].sum()
+            out_energy += output_energies[frames].sum()
+            in_energy += input_energies[frames].sum()
         return float(10 * np.log10(out_energy / in_energy))
 
     def _energies(self, system: str | None) -> list[np.ndarray]:
