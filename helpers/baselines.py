@@ -11,11 +11,12 @@
   clip's dB spectrogram. Non-stationary: each bin's noise floor is the noisy spectrogram
   smoothed in time (2 s time constant); a sigmoid gate passes bins well above it.
 * ``si_sdr``: scale-invariant signal-to-distortion ratio (Le Roux et al., 2019), in dB;
-  ``stoi``: short-time objective intelligibility, from the ``pystoi`` package.
+  ``stoi``: short-time objective intelligibility, ``pystoi``'s (``stoi_many``: vectorised).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import cache
 
@@ -29,6 +30,7 @@ LOWPASS_CANDIDATES_HZ: tuple[float, ...] = (1000.0, 1500.0, 2000.0, 3000.0, 4000
 # (over_subtraction, quiet_fraction) pairs tried on the training clips
 SUBTRACTION_CANDIDATES: tuple[tuple[float, float], ...] = tuple(
     (a, q) for a in (1.0, 2.0, 4.0, 6.0) for q in (0.1, 0.3))
+STATIONARY_PADDING = 48 + 4 * 256  # zeros on each side (noisereduce's default: 30000)
 
 
 def _pair(reference, estimate) -> tuple[np.ndarray, np.ndarray]:
@@ -50,11 +52,74 @@ def si_sdr(reference, estimate) -> float:
 
 
 def stoi(reference, estimate, sample_rate: int = SAMPLE_RATE) -> float:
-    """STOI of ``estimate`` against ``reference`` (0..1, higher is better), by ``pystoi``."""
-    from pystoi import stoi as _stoi  # imported here: only the capstone needs it
+    """STOI of ``estimate`` against ``reference`` (0..1, higher is better): ``pystoi``'s
+    measure (``stoi_many``)."""
+    return float(stoi_many(reference, [estimate], sample_rate)[0])
 
-    reference, estimate = _pair(reference, estimate)
-    return float(_stoi(reference, estimate, sample_rate, extended=False))
+
+def stoi_many(reference, estimates: Sequence, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """STOI of each of ``estimates`` against one ``reference``, ``(len(estimates),)``.
+
+    ``pystoi.stoi`` (``extended=False``), step by step, on every estimate at once: the
+    reference's side (resampling to 10 kHz, its silent frames, its third-octave bands) is
+    computed once, and the frames are strided views instead of Python loops. Equal to pystoi's
+    values within 1e-9 (``tests/test_baselines.py``); a fraction of its CPU time.
+    """
+    # imported here: only the capstone needs them
+    from pystoi import utils
+    from pystoi.stoi import BETA, DYN_RANGE, FS, N_FRAME, NFFT, OBM, N
+
+    pairs = [_pair(reference, estimate) for estimate in estimates]
+    if not pairs:
+        raise ValueError("stoi_many needs at least one estimate.")
+    x, y = pairs[0][0], np.stack([estimate for _, estimate in pairs])
+    if sample_rate != FS:
+        window = utils._resample_window_oct(FS, sample_rate)
+        window = window / np.sum(window)
+        x = signal.resample_poly(x, FS, sample_rate, window=window)
+        y = signal.resample_poly(y, FS, sample_rate, window=window, axis=-1)
+    frame, hop = N_FRAME, N_FRAME // 2
+    hann = np.hanning(frame + 2)[1:-1]
+
+    def frames(audio: np.ndarray) -> np.ndarray:  # pystoi's frames: starts 0, hop, ... < end
+        count = len(range(0, audio.shape[-1] - frame, hop))
+        return np.lib.stride_tricks.sliding_window_view(audio, frame, axis=-1)[
+            ..., :count * hop:hop, :] * hann
+
+    # silent frames: more than 40 dB below the reference's loudest frame, in both signals
+    x_frames, y_frames = frames(x), frames(y)
+    energies = 20 * np.log10(np.linalg.norm(x_frames, axis=1) + utils.EPS)
+    voiced = (np.max(energies) - DYN_RANGE - energies) < 0
+    x = utils._overlap_and_add(x_frames[voiced], hop)
+    y = np.stack([utils._overlap_and_add(row[voiced], hop) for row in y_frames])
+
+    # third-octave band magnitudes (pystoi's band matrix holds one run of ones per band)
+    x_power = np.abs(np.fft.rfft(frames(x), n=NFFT)) ** 2
+    y_power = np.abs(np.fft.rfft(frames(y), n=NFFT)) ** 2
+    if x_power.shape[0] < N:  # as pystoi: too short once the silent frames are removed
+        warnings.warn("Not enough STFT frames to compute intermediate intelligibility measure "
+                      "after removing silent frames. Returning 1e-5.", RuntimeWarning,
+                      stacklevel=2)
+        return np.full(len(pairs), 1e-5)
+    bands = [np.flatnonzero(row)[[0, -1]] for row in OBM]
+    x_bands = np.sqrt(np.stack([x_power[:, lo:hi + 1].sum(axis=-1) for lo, hi in bands]))
+    y_bands = np.sqrt(np.stack([y_power[..., lo:hi + 1].sum(axis=-1) for lo, hi in bands],
+                               axis=-2))
+
+    # segments of N frames, (segments, bands, N): correlation after normalising and clipping
+    def segments(bands_by_frame: np.ndarray) -> np.ndarray:
+        return np.lib.stride_tricks.sliding_window_view(
+            bands_by_frame, N, axis=-1).swapaxes(-3, -2)
+
+    x_seg, y_seg = segments(x_bands), segments(y_bands)
+    y_seg = y_seg * (np.linalg.norm(x_seg, axis=-1, keepdims=True)
+                     / (np.linalg.norm(y_seg, axis=-1, keepdims=True) + utils.EPS))
+    y_seg = np.minimum(y_seg, x_seg * (1 + 10 ** (-BETA / 20)))
+    y_seg = y_seg - np.mean(y_seg, axis=-1, keepdims=True)
+    x_seg = x_seg - np.mean(x_seg, axis=-1, keepdims=True)
+    y_seg = y_seg / (np.linalg.norm(y_seg, axis=-1, keepdims=True) + utils.EPS)
+    x_seg = x_seg / (np.linalg.norm(x_seg, axis=-1, keepdims=True) + utils.EPS)
+    return np.sum(y_seg * x_seg, axis=(-3, -2, -1)) / (x_seg.shape[0] * x_seg.shape[1])
 
 
 def lowpass(noisy, cutoff_hz: float, sample_rate: int = SAMPLE_RATE, order: int = 4
@@ -108,7 +173,14 @@ def spectral_gating(noisy, stationary: bool, sample_rate: int = SAMPLE_RATE) -> 
 
     check_audio(noisy, "noisy")
     noisy = np.asarray(noisy, dtype=np.float32)
-    out = noisereduce.reduce_noise(y=noisy, sr=int(sample_rate), stationary=bool(stationary))
+    # Stationary gating shuts every frame of the zero padding (its threshold is at least the
+    # quietest level a frame can take), so a shorter padding on the default's frame grid
+    # (30000 = 48 mod the hop of 256), still wider than the mask's smoothing, gives the
+    # default's output (tests/test_baselines.py) for a third of the work. The non-stationary
+    # noise floor decays into the padding: it keeps the default.
+    padding = {"padding": STATIONARY_PADDING} if stationary else {}
+    out = noisereduce.reduce_noise(y=noisy, sr=int(sample_rate), stationary=bool(stationary),
+                                   **padding)
     return np.pad(out, (0, max(0, len(noisy) - len(out))))[:len(noisy)].astype(np.float32)
 
 

@@ -7,6 +7,7 @@ asserts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import keras
 import numpy as np
@@ -22,6 +23,7 @@ from helpers.baselines import (
     spectral_gating,
     spectral_subtraction,
     stoi,
+    stoi_many,
 )
 from helpers.capstone_data import (
     CAPSTONE_SNR_DB,
@@ -59,13 +61,16 @@ def training_pairs() -> list[tuple[np.ndarray, np.ndarray]]:
 def classical_settings() -> dict[str, object]:
     """The low-pass cut-off (Hz) and the spectral subtraction's ``(over_subtraction,
     quiet_fraction)`` with the best mean SI-SDR on ``training_pairs``."""
+    return dict(_classical_settings())
+
+
+@cache
+def _classical_settings() -> tuple[tuple[str, object], ...]:  # the same data: chosen once
     pairs = training_pairs()
-    return {
-        "low-pass": best_setting(lowpass, LOWPASS_CANDIDATES_HZ, pairs),
-        "spectral subtraction": best_setting(
-            lambda noisy, s: spectral_subtraction(noisy, s[0], quiet_fraction=s[1]),
-            SUBTRACTION_CANDIDATES, pairs),
-    }
+    return (("low-pass", best_setting(lowpass, LOWPASS_CANDIDATES_HZ, pairs)),
+            ("spectral subtraction", best_setting(
+                lambda noisy, s: spectral_subtraction(noisy, s[0], quiet_fraction=s[1]),
+                SUBTRACTION_CANDIDATES, pairs)))
 
 
 def frame_energies(audio: np.ndarray) -> np.ndarray:
@@ -86,6 +91,10 @@ class Comparison:
         metrics = {"si_sdr": si_sdr, "snr": snr_db, "stoi": stoi}
         function = metrics[check_choice(metric, metrics, "metric")]
         cache = self.__dict__.setdefault("_scores", {})
+        if metric not in cache and metric == "stoi":  # a mixture's systems at once (shared clean)
+            rows = np.array([stoi_many(m.clean, [outputs[i] for outputs in self.outputs.values()])
+                             for i, m in enumerate(self.mixtures)])
+            cache[metric] = {system: rows[:, k].copy() for k, system in enumerate(self.outputs)}
         if metric not in cache:
             cache[metric] = {system: np.array([function(m.clean, out) for m, out in
                                                zip(self.mixtures, outputs)])
@@ -108,11 +117,21 @@ class Comparison:
         one kind (``"silent"`` or ``"unvoiced"``) of every mixture."""
         check_choice(kind, ("silent", "unvoiced", "voiced"), "kind")
         out_energy = in_energy = 0.0
-        for mixture, output in zip(self.mixtures, self.outputs[system]):
+        for mixture, output_energies, input_energies in zip(
+                self.mixtures, self._energies(system), self._energies(None)):
             frames = getattr(mixture.labels, kind)
-            out_energy += frame_energies(output)[frames].sum()
-            in_energy += frame_energies(mixture.audio)[frames].sum()
+            out_energy += output_energies[frames].sum()
+            in_energy += input_energies[frames].sum()
         return float(10 * np.log10(out_energy / in_energy))
+
+    def _energies(self, system: str | None) -> list[np.ndarray]:
+        """``frame_energies`` of each output of ``system`` (None: of each input), once."""
+        cache = self.__dict__.setdefault("_frame_energies", {})
+        if system not in cache:
+            clips = ([m.audio for m in self.mixtures] if system is None
+                     else self.outputs[system])
+            cache[system] = [frame_energies(clip) for clip in clips]
+        return cache[system]
 
 
 def compare(models: dict[str, keras.Model], mixtures=None, classical: bool = True
