@@ -9,7 +9,6 @@ Importing this package keeps TensorFlow's start-up log lines out of notebooks an
   except two known, harmless ones. On a machine that has the CUDA toolkit but no GPU driver,
   TensorFlow 2.21 logs ``cudart_stub.cc ... Could not find cuda drivers`` through absl
   before any log level applies (``probes/probe_tf_log_noise.sh`` measures this).
-* it holds back scikit-learn, which Keras imports for nothing here (``_import_tensorflow``).
 
 Import ``helpers`` (or any ``helpers.*`` module) before ``tensorflow``.
 """
@@ -30,22 +29,6 @@ _HARMLESS_STARTUP_LINES = _re.compile(
 )
 
 
-def _import_tensorflow(name: str = "tensorflow") -> None:
-    """``import tensorflow`` (or ``name``) without scikit-learn. Keras imports scikit-learn
-    (and with it ``scipy.stats``) while TensorFlow loads, for its scikit-learn wrappers, which
-    the course never uses: about a CPU-second in every kernel and test process. It is held back
-    during the import only: ``import sklearn`` works afterwards (librosa's functions that need
-    it), while ``keras.wrappers``' scikit-learn classes say it is not installed."""
-    held_back = "sklearn" not in _sys.modules
-    if held_back:
-        _sys.modules["sklearn"] = None  # makes `import sklearn` raise ImportError
-    try:
-        __import__(name)
-    finally:
-        if held_back and _sys.modules.get("sklearn", False) is None:
-            del _sys.modules["sklearn"]
-
-
 def _import_tensorflow_quietly() -> None:
     if "tensorflow" in _sys.modules:
         return
@@ -53,12 +36,13 @@ def _import_tensorflow_quietly() -> None:
     try:
         saved_fd = _os.dup(2)
     except OSError:  # no usable file descriptor 2 (rare embedded interpreters)
-        _import_tensorflow()
+        import tensorflow  # noqa: F401
+
         return
     with _tempfile.TemporaryFile() as captured:
         _os.dup2(captured.fileno(), 2)
         try:
-            _import_tensorflow()
+            import tensorflow  # noqa: F401
         finally:
             _os.dup2(saved_fd, 2)
             _os.close(saved_fd)

@@ -40,19 +40,3 @@ def test_versions_names_the_libraries_the_outputs_were_made_with():
                           f"librosa {pins['librosa']}")  # the pinned versions, as installed
     assert (tf.__version__, keras.__version__, librosa.__version__) == (
         pins["tensorflow"], pins["keras"], pins["librosa"])
-
-
-def test_tensorflow_is_imported_without_sklearn_which_imports_afterwards(tmp_path, monkeypatch):
-    """helpers/__init__.py holds scikit-learn back while TensorFlow (here: a stand-in module
-    that imports it as Keras does) loads, and only then: afterwards it imports as usual."""
-    import importlib.util
-    import sys
-
-    (tmp_path / "keras_like.py").write_text(
-        "try:\n    import sklearn\nexcept ImportError:\n    sklearn = None\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "sklearn", raising=False)
-    helpers._import_tensorflow("keras_like")
-    assert sys.modules["keras_like"].sklearn is None
-    assert "sklearn" not in sys.modules and importlib.util.find_spec("sklearn") is not None
-    monkeypatch.delitem(sys.modules, "keras_like")
