@@ -264,3 +264,61 @@ def test_no_seed_as_a_name_for_the_cases_where_learners_read():
     found = [(where, hit) for where, text in _learner_texts() for hit in seed_as_a_case(text)]
     assert not found, "name the cases 'the GRU question' and 'the voicing-loss question': " \
                       + "; ".join(f"{where}: ...{hit}..." for where, hit in found[:20])
+
+
+# --------------------------------------------------------------------------- a plot per fix step
+
+# After every fix step, the gradient report and the per-variable plot (DEVELOPERS' guide). The
+# steps of the fix notebooks that change the model's gradients; 04's step 3 is a derivative
+# table of a small tensor, not of the model's variables.
+STEPS_WITH_A_PLOT = {"02_gru_state_fix": (1, 2, 3, 4, 5), "04_voicing_loss_fix": (1, 2, 4, 5)}
+STEP_HEADING = re.compile(r"^## Step (\d+)\b", re.M)
+
+
+def step_sections(cells: list[dict]) -> dict[int, list[dict]]:
+    """The cells of each ``## Step N`` section, up to the next ``## `` heading."""
+    sections: dict[int, list[dict]] = {}
+    current = None
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            headings = re.findall(r"^## (.*)$", _source(cell), re.M)
+            if headings:
+                match = STEP_HEADING.match(f"## {headings[-1]}")
+                current = int(match.group(1)) if match else None
+                if current is not None:
+                    sections[current] = []
+                continue
+        if current is not None:
+            sections[current].append(cell)
+    return sections
+
+
+def _shows_a_plot(cell: dict) -> bool:
+    return cell["cell_type"] == "code" and not minutes.is_proof(cell) and any(
+        "image/png" in output.get("data", {}) for output in cell.get("outputs", []))
+
+
+def _shows_a_report(cell: dict) -> bool:
+    text = "".join("".join(output.get("text", "")) + "".join(
+        output.get("data", {}).get("text/plain", "")) for output in cell.get("outputs", []))
+    return re.search(r"\d+ variables: ", text) is not None or "gradient_report(" in _source(cell)
+
+
+@pytest.mark.parametrize("stem", sorted(STEPS_WITH_A_PLOT))
+def test_every_fix_step_shows_its_gradient_report_and_a_per_variable_plot(stem):
+    sections = step_sections(_cells(_path(stem)))
+    for step in STEPS_WITH_A_PLOT[stem]:
+        cells = [cell for cell in sections.get(step, []) if cell["cell_type"] == "code"
+                 and not minutes.is_proof(cell)]
+        assert any(_shows_a_plot(cell) for cell in cells), f"{stem} step {step}: no plot"
+        assert any(_shows_a_report(cell) for cell in cells), f"{stem} step {step}: no report"
+
+
+def test_step_sections_split_at_each_level_two_heading():
+    code = {"cell_type": "code", "metadata": {}, "source": "x", "outputs": [
+        {"output_type": "display_data", "data": {"image/png": "..."}}]}
+    cells = [{"cell_type": "markdown", "source": "## Step 1: a\n\ntext"}, code,
+             {"cell_type": "markdown", "source": "## Summary"}, code,
+             {"cell_type": "markdown", "source": "## Step 2: b"}]
+    sections = step_sections(cells)
+    assert [len(sections[1]), len(sections[2])] == [1, 0] and _shows_a_plot(sections[1][0])
