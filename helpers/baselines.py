@@ -11,12 +11,11 @@
   clip's dB spectrogram. Non-stationary: each bin's noise floor is the noisy spectrogram
   smoothed in time (2 s time constant); a sigmoid gate passes bins well above it.
 * ``si_sdr``: scale-invariant signal-to-distortion ratio (Le Roux et al., 2019), in dB;
-  ``stoi``: short-time objective intelligibility, ``pystoi``'s (``stoi_many``: vectorised).
+  ``stoi``: short-time objective intelligibility, from the ``pystoi`` package.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from functools import cache
 
@@ -52,74 +51,11 @@ def si_sdr(reference, estimate) -> float:
 
 
 def stoi(reference, estimate, sample_rate: int = SAMPLE_RATE) -> float:
-    """STOI of ``estimate`` against ``reference`` (0..1, higher is better): ``pystoi``'s
-    measure (``stoi_many``)."""
-    return float(stoi_many(reference, [estimate], sample_rate)[0])
+    """STOI of ``estimate`` against ``reference`` (0..1, higher is better), by ``pystoi``."""
+    from pystoi import stoi as _stoi  # imported here: only the capstone needs it
 
-
-def stoi_many(reference, estimates: Sequence, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
-    """STOI of each of ``estimates`` against one ``reference``, ``(len(estimates),)``.
-
-    ``pystoi.stoi`` (``extended=False``), step by step, on every estimate at once: the
-    reference's side (resampling to 10 kHz, its silent frames, its third-octave bands) is
-    computed once, and the frames are strided views instead of Python loops. Equal to pystoi's
-    values within 1e-9 (``tests/test_baselines.py``); a fraction of its CPU time.
-    """
-    # imported here: only the capstone needs them
-    from pystoi import utils
-    from pystoi.stoi import BETA, DYN_RANGE, FS, N_FRAME, NFFT, OBM, N
-
-    pairs = [_pair(reference, estimate) for estimate in estimates]
-    if not pairs:
-        raise ValueError("stoi_many needs at least one estimate.")
-    x, y = pairs[0][0], np.stack([estimate for _, estimate in pairs])
-    if sample_rate != FS:
-        window = utils._resample_window_oct(FS, sample_rate)
-        window = window / np.sum(window)
-        x = signal.resample_poly(x, FS, sample_rate, window=window)
-        y = signal.resample_poly(y, FS, sample_rate, window=window, axis=-1)
-    frame, hop = N_FRAME, N_FRAME // 2
-    hann = np.hanning(frame + 2)[1:-1]
-
-    def frames(audio: np.ndarray) -> np.ndarray:  # pystoi's frames: starts 0, hop, ... < end
-        count = len(range(0, audio.shape[-1] - frame, hop))
-        return np.lib.stride_tricks.sliding_window_view(audio, frame, axis=-1)[
-            ..., :count * hop:hop, :] * hann
-
-    # silent frames: more than 40 dB below the reference's loudest frame, in both signals
-    x_frames, y_frames = frames(x), frames(y)
-    energies = 20 * np.log10(np.linalg.norm(x_frames, axis=1) + utils.EPS)
-    voiced = (np.max(energies) - DYN_RANGE - energies) < 0
-    x = utils._overlap_and_add(x_frames[voiced], hop)
-    y = np.stack([utils._overlap_and_add(row[voiced], hop) for row in y_frames])
-
-    # third-octave band magnitudes (pystoi's band matrix holds one run of ones per band)
-    x_power = np.abs(np.fft.rfft(frames(x), n=NFFT)) ** 2
-    y_power = np.abs(np.fft.rfft(frames(y), n=NFFT)) ** 2
-    if x_power.shape[0] < N:  # as pystoi: too short once the silent frames are removed
-        warnings.warn("Not enough STFT frames to compute intermediate intelligibility measure "
-                      "after removing silent frames. Returning 1e-5.", RuntimeWarning,
-                      stacklevel=2)
-        return np.full(len(pairs), 1e-5)
-    bands = [np.flatnonzero(row)[[0, -1]] for row in OBM]
-    x_bands = np.sqrt(np.stack([x_power[:, lo:hi + 1].sum(axis=-1) for lo, hi in bands]))
-    y_bands = np.sqrt(np.stack([y_power[..., lo:hi + 1].sum(axis=-1) for lo, hi in bands],
-                               axis=-2))
-
-    # segments of N frames, (segments, bands, N): correlation after normalising and clipping
-    def segments(bands_by_frame: np.ndarray) -> np.ndarray:
-        return np.lib.stride_tricks.sliding_window_view(
-            bands_by_frame, N, axis=-1).swapaxes(-3, -2)
-
-    x_seg, y_seg = segments(x_bands), segments(y_bands)
-    y_seg = y_seg * (np.linalg.norm(x_seg, axis=-1, keepdims=True)
-                     / (np.linalg.norm(y_seg, axis=-1, keepdims=True) + utils.EPS))
-    y_seg = np.minimum(y_seg, x_seg * (1 + 10 ** (-BETA / 20)))
-    y_seg = y_seg - np.mean(y_seg, axis=-1, keepdims=True)
-    x_seg = x_seg - np.mean(x_seg, axis=-1, keepdims=True)
-    y_seg = y_seg / (np.linalg.norm(y_seg, axis=-1, keepdims=True) + utils.EPS)
-    x_seg = x_seg / (np.linalg.norm(x_seg, axis=-1, keepdims=True) + utils.EPS)
-    return np.sum(y_seg * x_seg, axis=(-3, -2, -1)) / (x_seg.shape[0] * x_seg.shape[1])
+    reference, estimate = _pair(reference, estimate)
+    return float(_stoi(reference, estimate, sample_rate, extended=False))
 
 
 def lowpass(noisy, cutoff_hz: float, sample_rate: int = SAMPLE_RATE, order: int = 4

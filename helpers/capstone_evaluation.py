@@ -23,7 +23,6 @@ from helpers.baselines import (
     spectral_gating,
     spectral_subtraction,
     stoi,
-    stoi_many,
 )
 from helpers.capstone_data import (
     CAPSTONE_SNR_DB,
@@ -91,10 +90,6 @@ class Comparison:
         metrics = {"si_sdr": si_sdr, "snr": snr_db, "stoi": stoi}
         function = metrics[check_choice(metric, metrics, "metric")]
         cache = self.__dict__.setdefault("_scores", {})
-        if metric not in cache and metric == "stoi":  # a mixture's systems at once (shared clean)
-            rows = np.array([stoi_many(m.clean, [outputs[i] for outputs in self.outputs.values()])
-                             for i, m in enumerate(self.mixtures)])
-            cache[metric] = {system: rows[:, k].copy() for k, system in enumerate(self.outputs)}
         if metric not in cache:
             cache[metric] = {system: np.array([function(m.clean, out) for m, out in
                                                zip(self.mixtures, outputs)])

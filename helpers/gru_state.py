@@ -10,19 +10,14 @@ state to one output and the next state. ``unroll`` calls it per frame, as the ta
 * with ``chunk_size`` it carries the state across chunk edges through ``tf.stop_gradient``:
   truncated backprop through time, on purpose (same forward values, gradients cut there).
 
-Beside it: the references it is checked against, and ``numpy_output_audio``, the GRU
-question's output helper, which leaves TensorFlow and so cuts the tape (notebooks 01, 02).
+Beside it: the references it is checked against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import keras
-import numpy as np
 import tensorflow as tf
 
-from helpers.audio import HOP_LENGTH, hann_window
 from helpers.checks import check_int, check_step_model
 
 
@@ -182,26 +177,3 @@ def keras_rnn_reference(step_model: keras.Model, frames, initial_state
     sequence, final_state = rnn(features, initial_state=[initial_state])
     return step_model.get_layer("mask")(sequence), final_state
 
-
-def numpy_output_audio(masks_by_frame: Mapping[int, tf.Tensor], noisy_spectrum,
-                      length: int, hop_length: int = HOP_LENGTH) -> tf.Tensor:
-    """The question's output helper, written the way many people write it: **it cuts the tape**.
-
-    ``masks_by_frame`` maps frame index -> ``(1, bins)`` mask, as the question's loop collects
-    them; ``noisy_spectrum`` is ``(1, frames, bins)`` from ``helpers.audio.stft``. Same numbers
-    as ``helpers.denoiser.apply_masks`` (NumPy inverse FFT, Hann synthesis window,
-    overlap-add, divided by the summed squared window), but the masks leave TensorFlow through
-    ``.numpy()``: the tensor it returns is a new constant the tape has never seen produced.
-    """
-    spectrum = np.asarray(noisy_spectrum)[0]
-    frame_length = 2 * (spectrum.shape[-1] - 1)
-    window = hann_window(frame_length, tf.float64).numpy()
-    buffer = np.zeros(frame_length + hop_length * (len(masks_by_frame) - 1))
-    coverage = np.zeros_like(buffer)
-    for t in range(len(masks_by_frame)):
-        frame = np.fft.irfft(masks_by_frame[t].numpy()[0] * spectrum[t], n=frame_length)
-        buffer[t * hop_length:t * hop_length + frame_length] += frame * window
-        coverage[t * hop_length:t * hop_length + frame_length] += window**2
-    audio = buffer / np.maximum(coverage, 1e-8)
-    start = frame_length // 2  # frames are centred: drop the half frame of padding
-    return tf.convert_to_tensor(audio[np.newaxis, start:start + length], tf.float32)

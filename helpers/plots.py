@@ -196,10 +196,11 @@ def norm_limits(reports: Sequence[GradientReport]) -> tuple[float, float]:
 
 def _legend_handles(reports: Sequence[GradientReport],
                     statuses: Sequence[Status] | None = None) -> list:
+    shown = set(statuses if statuses is not None else
+                [s for s in STATUSES if any(r.any(s) for r in reports)])
     handles: list = []
     for status in ("ok", "zero", "nonfinite", "none"):
-        if status not in (statuses if statuses is not None else
-                          [s for s in STATUSES if any(r.any(s) for r in reports)]):
+        if status not in shown:
             continue
         style = STYLE[status]
         if status == "ok":

@@ -203,10 +203,10 @@ class GradientLab:
 def lab_figure(report: GradientReport) -> plt.Figure:
     """The lab's plot: one x range (``LAB_NORM_RANGE``), one title and a legend of every
     status, so that its size and layout are the same in every setting."""
-    _figure, ax = plt.subplots(figsize=(LAB_FIGURE_WIDTH, 0.45 * len(report) + 1.4),
-                               layout="constrained")
-    return plot_gradient_norms(report, ax=ax, title=LAB_FIGURE_TITLE, xlim=LAB_NORM_RANGE,
-                               legend_statuses=STATUSES)
+    figure = plot_gradient_norms(report, title=LAB_FIGURE_TITLE, xlim=LAB_NORM_RANGE,
+                                 legend_statuses=STATUSES)
+    figure.set_figwidth(LAB_FIGURE_WIDTH)  # the height is plot_gradient_norms' own
+    return figure
 
 
 def lab_table(report: GradientReport) -> str:

@@ -1,6 +1,6 @@
 """helpers.denoiser: the GRU step model, the conv denoiser, ``apply_masks``, ``enhance`` and
 ``enhance_numpy`` for both, and the claims notebooks 01 and 02 make about the GRU question's
-own loop (a ``tf.Variable`` state, the NumPy output helper ``numpy_output_audio``)."""
+own loop (its ``tf.Variable`` state)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from helpers.denoiser import (
     make_gru_step_model,
 )
 from helpers.gradients import gradient_report, max_abs_diff
-from helpers.gru_state import numpy_output_audio, zero_state
+from helpers.gru_state import zero_state
 from helpers.reproducibility import make_deterministic
 
 RNG = np.random.default_rng(3)
@@ -286,10 +286,9 @@ def question_inputs():
     return stft(noisy), tf.constant(clean)
 
 
-def _question_loop(model, noisy_spectrum, clean, *, state_in_variable=False, output="tf"):
+def _question_loop(model, noisy_spectrum, clean, *, state_in_variable=False):
     """The question's loop: masks collected in a dict by frame index, the state rebound as a
-    tensor or written into a ``tf.Variable``, the audio made in TensorFlow (``apply_masks``)
-    or by the question's NumPy helper (``numpy_output_audio``)."""
+    tensor or written into a ``tf.Variable``, the audio made in TensorFlow (``apply_masks``)."""
     magnitudes = tf.abs(noisy_spectrum)
     variable = tf.Variable(zero_state(model), trainable=False)
     with tf.GradientTape() as tape:
@@ -301,30 +300,10 @@ def _question_loop(model, noisy_spectrum, clean, *, state_in_variable=False, out
                 variable.assign(next_state)
             else:
                 state = next_state
-        length = clean.shape[-1]
-        if output == "numpy":
-            enhanced = numpy_output_audio(masks, noisy_spectrum, length)
-        else:
-            enhanced = apply_masks(tf.stack([masks[t] for t in masks], 1), noisy_spectrum, length)
+        enhanced = apply_masks(tf.stack([masks[t] for t in masks], 1), noisy_spectrum,
+                               clean.shape[-1])
         loss = denoising_loss(clean, enhanced)
     return loss, enhanced, tape.gradient(loss, model.trainable_weights)
-
-
-def test_numpy_output_audio_has_the_right_numbers_and_no_gradients(step_model, question_inputs):
-    noisy_spectrum, clean = question_inputs
-    np_loss, np_audio, np_grads = _question_loop(step_model, noisy_spectrum, clean, output="numpy")
-    tf_loss, tf_audio, tf_grads = _question_loop(step_model, noisy_spectrum, clean)
-    assert np_audio.shape == tf_audio.shape == clean.shape and np_audio.dtype == tf.float32
-    assert max_abs_diff(np_audio, tf_audio) < 1e-6
-    assert abs(float(np_loss) - float(tf_loss)) < 1e-5 * float(tf_loss)
-    assert all(g is None for g in np_grads) and all(g is not None for g in tf_grads)
-
-
-def test_numpy_output_audio_of_ones_gives_the_input_back(question_inputs):
-    noisy_spectrum, clean = question_inputs
-    ones = {t: tf.ones((1, BINS)) for t in range(noisy_spectrum.shape[1])}
-    noisy = apply_masks(tf.ones(noisy_spectrum.shape), noisy_spectrum, clean.shape[-1])
-    assert max_abs_diff(numpy_output_audio(ones, noisy_spectrum, clean.shape[-1]), noisy) < 1e-6
 
 
 def test_variable_assign_truncates_silently(step_model, question_inputs):
