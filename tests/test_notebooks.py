@@ -5,6 +5,8 @@ hides audio bytes and nothing else."""
 
 from __future__ import annotations
 
+import gc
+import os
 import re
 import subprocess
 import sys
@@ -177,3 +179,24 @@ def test_nbval_fails_when_an_output_changes_except_audio_bytes(tmp_path):
                      if re.match(rf"\S*::Cell {index} (PASSED|FAILED)", line)), None)
         assert line is not None, result.stdout[-2000:]
         assert ("PASSED" in line) == passes, f"{name}: {line}\n{result.stdout[-3000:]}"
+
+
+def test_kernels_start_from_the_runs_own_ipython_dir_with_the_test_gc_setting():
+    """conftest.py: the kernels this run starts use its IPython directory (a learner's start-up
+    files cannot reach them) and the collector setting the test processes use (a plain Python
+    keeps the default), and the start-up file leaves no name in the notebook."""
+    from nbclient import NotebookClient
+
+    cells = [nbformat.v4.new_code_cell('print([n for n in ("atexit", "gc") if n in dir()])'),
+             nbformat.v4.new_code_cell('import gc, os\nprint(gc.get_threshold())\n'
+                                       'print(os.environ["IPYTHONDIR"])')]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
+    names, printed = (cell.outputs[0]["text"] for cell in notebook.cells)
+    threshold, ipython_dir = printed.splitlines()
+    plain = subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold())"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert names == "[]\n"
+    assert threshold == str(gc.get_threshold()) != plain
+    assert ipython_dir == os.environ["IPYTHONDIR"] and Path(ipython_dir).name.startswith(
+        "clinic-ipython-")

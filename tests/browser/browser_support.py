@@ -65,6 +65,10 @@ class LabServer:
                          "IPYTHONDIR"):
             env[variable] = str(tmp / variable.lower())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        # Its kernels run the test kernels' start-up file (the garbage collector's setting).
+        startup = Path(env["IPYTHONDIR"], "profile_default", "startup")
+        startup.mkdir(parents=True)
+        shutil.copy(REPO / "tests" / "kernel_startup.py", startup / "00-kernel_startup.py")
         # No "news?" toast, no update check: nothing on the page but the course.
         notification = Path(env["JUPYTERLAB_SETTINGS_DIR"], "@jupyterlab", "apputils-extension",
                             "notification.jupyterlab-settings")
