@@ -1,16 +1,15 @@
 """The course as a learner meets it: in JupyterLab, in a browser (fixtures in conftest.py).
 
 Every notebook opens and starts its kernel; the gradient lab answers clicks on its own
-controls with the summary, the gradient table and the Adam panel that Python computes for
-the same setting, and so does a lab on a learner's own model, losses and clips; notebook 00
-runs top to bottom with no error. Nothing here sets a widget's
+controls: the kernel's control takes the value, and the page shows the summary, the gradient
+table and the Adam panel the kernel then holds; so does a lab on a learner's own model,
+losses and clips; notebook 00 runs top to bottom with no error. Nothing here sets a widget's
 value from Python in the kernel: the page's controls are clicked, chosen and moved with the
 keyboard.
 """
 
 from __future__ import annotations
 
-import html.parser
 import json
 import os
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import KERNEL_TIMEOUT, REPO, chromium_missing, screenshot
+from lab_state import squeeze
 from playwright.sync_api import Locator, Page, expect
 
 if (_missing := chromium_missing()) is not None and os.environ.get("CI") != "true":
@@ -27,8 +27,7 @@ if (_missing := chromium_missing()) is not None and os.environ.get("CI") != "tru
 
 NOTEBOOKS = sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb"))
 LAB_SOURCE = "from helpers.widgets import GradientLab\n\nGradientLab()"
-# A learner's own model, losses and clips (06's example, smaller): the same source runs in the
-# page's kernel and, to know what the page must show, in this process. The last line shows it.
+# A learner's own model, losses and clips (06's example, smaller). The last line shows it.
 OWN_LAB_SOURCE = """\
 from keras import ops
 
@@ -50,15 +49,23 @@ my_lab = GradientLab(make_conv_denoiser(seed=0),
 my_lab"""
 
 
+# Run after each change: it prints the state of the lab the first cell showed (Out[1]), with
+# its own execution count, so the test knows the printout is this run's.
+BARRIER_SOURCE = f"""\
+import json, sys
+if {str(Path(__file__).parent)!r} not in sys.path:
+    sys.path.insert(0, {str(Path(__file__).parent)!r})
+from lab_state import lab_state
+print(json.dumps({{"count": len(In) - 1, **lab_state(Out[1])}}))"""
+
+
 def lab_notebook(source: str) -> dict:
-    """A fresh notebook: the lab's cell, then a cell that is run after each change (its number
-    comes back only once the kernel has handled every message before it, the change and the
-    redraw included)."""
+    """A fresh notebook: the lab's cell, then the barrier cell."""
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                         "language": "python"}},
-            "cells": [{**cell, "source": source}, {**cell, "source": "pass"}]}
+            "cells": [{**cell, "source": source}, {**cell, "source": BARRIER_SOURCE}]}
 
 
 CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
@@ -152,7 +159,7 @@ def test_notebook_00_runs_top_to_bottom(page, lab_server):
                 .map(e => e.textContent.trim());
             return !p.some(t => t.includes('*')) && (/\\[\\d+\\]/.test(p[p.length - 1])
                 || document.querySelector(`#${panel} ${stderr}`) !== null);
-        }""", arg=[panel.get_attribute("id"), STDERR], timeout=180_000)
+        }""", arg=[panel.get_attribute("id"), STDERR], timeout=180_000, polling=250)
     errors = panel.locator(STDERR)
     assert errors.count() == 0, f"{name} printed errors: {errors.all_inner_texts()}"
     expect(prompts).to_have_text(expected)
@@ -179,88 +186,6 @@ def test_every_notebook_opens_and_its_kernel_starts(page, lab_server):
 # ------------------------------------------------------------------------------- the lab
 
 
-class _Text(html.parser.HTMLParser):
-    """The text a browser shows for simple HTML: cells and blocks apart, inline runs joined."""
-
-    BLOCKS = {"td", "th", "tr", "p", "div", "br", "table", "li"}
-
-    def __init__(self):
-        super().__init__()
-        self.parts: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.parts.append(" " if tag in self.BLOCKS else "")
-
-    def handle_endtag(self, tag):
-        self.parts.append(" " if tag in self.BLOCKS else "")
-
-    def handle_data(self, data):
-        self.parts.append(data)
-
-
-def squeeze(text: str) -> str:
-    return " ".join(text.split())
-
-
-def html_text(markup: str) -> str:
-    parser = _Text()
-    parser.feed(markup)
-    return squeeze("".join(parser.parts))
-
-
-def widget_text(widget) -> str:
-    """What the page shows for an HTML or an Output widget, from Python's side."""
-    if hasattr(widget, "outputs"):
-        texts = []
-        for output in widget.outputs:
-            data = output.get("data", {})
-            if "text/html" in data:
-                texts.append(html_text(data["text/html"]))
-            elif "text/plain" in data and not any(k.startswith("image/") for k in data):
-                texts.append(squeeze(data["text/plain"]))
-            elif "text" in output:
-                texts.append(squeeze(output["text"]))
-        return " ".join(texts)
-    return html_text(widget.value)
-
-
-def lab_parts(lab) -> tuple[dict, dict]:
-    """The lab's controls and the views that show its result, by name. Every one carries the
-    CSS class ``gradient-lab-<name>`` on the page."""
-    controls = dict(lab.controls)
-    views, stack = {}, [lab.widget]
-    while stack:
-        widget = stack.pop()
-        stack.extend(getattr(widget, "children", ()))
-        for css in getattr(widget, "_dom_classes", ()):
-            name = css.removeprefix("gradient-lab-")
-            if css.startswith("gradient-lab-") and name not in controls:
-                views[name] = widget
-    return controls, views
-
-
-def moves(control) -> list[tuple[str, object]]:
-    """Each change the page can make to this control, as (what to do on the page, the value
-    the control then holds); the first moves away from the current value."""
-    kind = type(control).__name__
-    if kind in ("Dropdown", "ToggleButtons", "RadioButtons"):
-        labels, index = control._options_labels, control.index
-        return [(("choose", labels[i]), control._options_values[i])
-                for i in [*range(index + 1, len(labels)), *range(index)]]
-    if kind == "SelectionSlider":
-        values, index = control._options_values, control.index
-        return [(("key", key), values[index + step]) for key, step in
-                (("ArrowRight", 1), ("ArrowLeft", -1)) if 0 <= index + step < len(values)]
-    if kind in ("IntSlider", "FloatSlider"):
-        value, step = control.value, control.step
-        return [(("key", key), value + sign * step) for key, sign in
-                (("ArrowRight", 1), ("ArrowLeft", -1))
-                if control.min <= value + sign * step <= control.max]
-    if kind in ("Checkbox", "ToggleButton"):
-        return [(("click", None), not control.value)]
-    raise NotImplementedError(f"the browser test cannot drive a {kind} yet: add it to moves()")
-
-
 def act(control_on_page: Locator, kind: str, action: tuple[str, object]) -> None:
     """Do it on the page, as a learner would."""
     how, what = action
@@ -275,11 +200,11 @@ def act(control_on_page: Locator, kind: str, action: tuple[str, object]) -> None
         control_on_page.locator("input, button").first.click()
 
 
-def drive_lab(page, lab_server, notebook: str, source: str, make_lab, only=None) -> None:
+def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
     """Run ``source`` (ending in a lab) in a fresh notebook ``notebook``, then change each of the
-    lab's controls (``only`` those, if given) through the page, and after each change compare
-    the page's views with ``make_lab()``, the same lab built in this process (while the kernel
-    builds its own), given the same change."""
+    lab's controls (``only`` those, if given) through the page. After each change the kernel
+    prints the lab's state (``lab_state.py``): the control must hold the value the change
+    gives it, and the page's views must show the kernel's. The first state, for more checks."""
     lab_server.api("PUT", f"contents/{notebook}",
                    {"type": "notebook", "format": "json", "content": lab_notebook(source)})
     open_notebook(page, notebook)
@@ -287,36 +212,31 @@ def drive_lab(page, lab_server, notebook: str, source: str, make_lab, only=None)
     first, barrier = panel.locator(".jp-Cell").nth(0), panel.locator(".jp-Cell").nth(1)
     first.locator(".jp-InputPrompt").click()
     page.keyboard.press("Shift+Enter")
-
-    lab = make_lab()  # the same lab, in this process: what the page must show
-    controls, views = lab_parts(lab)
-    if only is not None:
-        controls = {name: controls[name] for name in only}
-    assert {"summary", "table"} <= set(views), views
-    on_page = {name: panel.locator(f".gradient-lab-{name}") for name in [*controls, *views]}
-
     executed = 1
 
-    def settle() -> None:
+    def settle() -> dict:
+        """Run the barrier cell: once its output is there, the kernel has handled every
+        message before it (the change and the redraw included). The lab's state it printed."""
         nonlocal executed
         executed += 1
         barrier.locator(".jp-InputPrompt").click()
         page.keyboard.press("Control+Enter")
-        expect(barrier.locator(".jp-InputPrompt")).to_have_text(f"[{executed}]:",
-                                                               timeout=KERNEL_TIMEOUT)
+        printed = barrier.locator(".jp-OutputArea-output")
+        expect(printed).to_contain_text(f'{{"count": {executed}, ', timeout=KERNEL_TIMEOUT)
+        return json.loads(printed.inner_text())
 
-    def check(after: str) -> None:
-        expected = {name: widget_text(widget) for name, widget in views.items()}
+    def check(state: dict, after: str) -> None:
+        expected = state["views"]
         deadline = time.monotonic() + 5  # the kernel has answered; the redraw is immediate
         while True:
-            shown = {name: squeeze(on_page[name].inner_text()) for name in views}
+            shown = {name: squeeze(on_page[name].inner_text()) for name in expected}
             if shown == expected or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        for name in views:
+        for name in expected:
             assert shown[name] == expected[name], (
                 f"after {after}, the lab's {name} on the page is\n  {shown[name]!r}\n"
-                f"but Python computes for the same setting\n  {expected[name]!r}")
+                f"but its kernel holds\n  {expected[name]!r}")
 
     shots = 0
 
@@ -325,9 +245,13 @@ def drive_lab(page, lab_server, notebook: str, source: str, make_lab, only=None)
         screenshot(first, f"lab-{Path(notebook).stem}-{shots:02d}-{change}")
         shots += 1
 
-    expect(on_page["summary"]).to_be_visible(timeout=KERNEL_TIMEOUT)
-    settle()
-    check("creating the lab")
+    expect(panel.locator(".gradient-lab-summary")).to_be_visible(timeout=KERNEL_TIMEOUT)
+    state = first_state = settle()
+    assert {"summary", "table"} <= set(state["views"]), state["views"]
+    names = list(state["controls"]) if only is None else list(only)
+    on_page = {name: panel.locator(f".gradient-lab-{name}")
+               for name in [*names, *state["views"]]}
+    check(state, "creating the lab")
     snap("new")
     # Every control once: sliders first, then dropdowns, then buttons (the knobs before the
     # choices that enable or disable them; the execution mode late, so tf.function traces
@@ -335,49 +259,44 @@ def drive_lab(page, lab_server, notebook: str, source: str, make_lab, only=None)
     # take) waits until a later change enables it; if none does, the change that disabled
     # it is undone.
     rank = {"SelectionSlider": 0, "IntSlider": 0, "FloatSlider": 0, "Dropdown": 1}
-    todo = sorted(controls, key=lambda name: rank.get(type(controls[name]).__name__, 2))
+    todo = sorted(names, key=lambda name: rank.get(state["controls"][name]["kind"], 2))
     disabled_by = {}  # name -> (the control whose change disabled it, its value before)
     while todo:
-        enabled = [name for name in todo if not controls[name].disabled]
+        controls = state["controls"]
+        enabled = [name for name in todo if not controls[name]["disabled"]]
         if enabled:
             name = enabled[0]
             todo.remove(name)
-            action, value = moves(controls[name])[0]
+            action, value = controls[name]["moves"][0]
         else:
             assert todo[0] in disabled_by, f"{todo[0]} is disabled from the start"
             name, before = disabled_by.pop(todo[0])
-            action, value = next(m for m in moves(controls[name]) if m[1] == before)
-        control, before = controls[name], controls[name].value
-        was_disabled = {n for n in todo if controls[n].disabled}
-        act(on_page[name], type(control).__name__, action)
-        control.value = value  # Python recomputes here while the kernel does the same
+            action, value = next(m for m in controls[name]["moves"] if m[1] == before)
+        before = controls[name]["value"]
+        was_disabled = {n for n in todo if controls[n]["disabled"]}
+        act(on_page[name], controls[name]["kind"], action)
+        state = settle()
+        assert state["controls"][name]["value"] == value, (
+            f"after {name}: {action}, the kernel's {name} holds "
+            f"{state['controls'][name]['value']}, not {value}")
         for other in todo:
-            if controls[other].disabled and other not in was_disabled:
+            if state["controls"][other]["disabled"] and other not in was_disabled:
                 disabled_by[other] = (name, before)
-        settle()
-        check(f"{name}: {action[0]} {action[1]!r}")
-        snap(f"{name}={value}")
+        check(state, f"{name}: {action[0]} {action[1]!r}")
+        snap(f"{name}={state['controls'][name]['text']}")
     assert_no_error_shown(page, notebook)
     close_everything(page, lab_server)
+    return first_state
 
 
 def test_the_lab_answers_its_controls(page, lab_server):
-    from helpers.widgets import GradientLab
-
-    drive_lab(page, lab_server, "gradient_lab_test.ipynb", LAB_SOURCE, GradientLab)
+    drive_lab(page, lab_server, "gradient_lab_test.ipynb", LAB_SOURCE)
 
 
 def test_a_learners_own_model_losses_and_clips_in_the_lab(page, lab_server):
     """06's example: the learner's model, loss and clips appear in the page's lab, and its
-    clip and loss choices answer with what Python computes."""
-
-    def own_lab():
-        namespace = {}
-        exec(OWN_LAB_SOURCE, namespace)  # the same cell, in this process
-        lab = namespace["my_lab"]
-        assert list(lab.controls["loss"].options) == ["mse", "loop"]
-        assert list(lab.controls["clip"].options) == ["pause", "word"]
-        return lab
-
-    drive_lab(page, lab_server, "own_lab_test.ipynb", OWN_LAB_SOURCE, own_lab,
-              only=["clip", "loss"])
+    clip and loss choices answer on the page."""
+    state = drive_lab(page, lab_server, "own_lab_test.ipynb", OWN_LAB_SOURCE,
+                      only=["clip", "loss"])
+    assert state["controls"]["loss"]["labels"] == ["mse", "loop"]
+    assert state["controls"]["clip"]["labels"] == ["pause", "word"]
