@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
 from helpers.audio import SAMPLE_RATE, load_audio, num_frames
 from helpers.checks import check_choice, check_int
 from helpers.dataset import DATA_DIR, Clip, read_manifest
-from helpers.label_measurement import labels_from_audio
-from helpers.labels import FrameLabels, labels_from_segments
+from helpers.label_measurement import MEASURED_LABELS
+from helpers.labels import FrameLabels, labels_from_segments, read_frame_labels
 from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
 from helpers.synth import synthesize
 
@@ -212,14 +213,22 @@ REAL_HELD_BACK_NOISE_SEED = 11000
 REAL_VALIDATION_NOISE_SEED = 13000
 
 
+def real_labels_path(name: str) -> Path:
+    """Where a real recording's measured labels are stored (``scripts/make_data.py``)."""
+    return DATA_DIR / REAL_DIR / f"{name}_labels.csv"
+
+
 @cache
 def real_utterance(name: str) -> tuple[np.ndarray, FrameLabels]:
-    """A real recording from ``data/cmu_arctic/`` and its labels, measured from the audio
-    (``helpers.label_measurement.labels_from_audio``: silence = frames near the clip's own
-    room-noise floor, not digital zeros)."""
+    """A real recording from ``data/cmu_arctic/`` and its labels, measured from the audio by
+    ``helpers.label_measurement.labels_from_audio`` (silence = frames near the clip's own
+    room-noise floor, not digital zeros) when ``scripts/make_data.py`` made ``data/``, and
+    stored beside it (``real_labels_path``), so a notebook never waits for pyin."""
     check_choice(name, tuple(REAL_SPEAKERS), "real utterance")
-    audio, _ = load_audio(DATA_DIR / REAL_DIR / f"{name}.wav")
-    return audio, labels_from_audio(audio)
+    audio, sample_rate = load_audio(DATA_DIR / REAL_DIR / f"{name}.wav")
+    labels = read_frame_labels(real_labels_path(name), source=MEASURED_LABELS)
+    labels.check_fits(len(audio), sample_rate)
+    return audio, labels
 
 
 def _real_mixtures(names: tuple[str, ...], noise_seed: int) -> list[Clip]:

@@ -39,6 +39,9 @@ MEASURED_SWITCH_PROB = 0.2
 # alignment already names by the consonant (see ``trim_voicing_decay``). Written from the
 # disagreements of ``arctic_a0009``: fitted to that clip, and untested on any other.
 VOICING_DECAY_DB = 6.0
+# FrameLabels.source of what labels_from_audio measures (and of labels stored from it)
+MEASURED_LABELS = ("measured: level above the clip's noise floor (hysteresis), pyin, "
+                   "spectral tilt, LPC")
 
 
 def pitch_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, hop_length: int = HOP_LENGTH,
@@ -204,5 +207,4 @@ def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
     speech = voicing != Voicing.SILENT
     return FrameLabels(voicing, np.where(voicing == Voicing.VOICED, f0, 0.0),
                        np.where(speech, f1, 0.0), np.where(speech, f2, 0.0),
-                       source="measured: level above the clip's noise floor (hysteresis), "
-                              "pyin, spectral tilt, LPC")
+                       source=MEASURED_LABELS)

@@ -4,7 +4,8 @@ Frames are the centred frames of ``helpers.audio`` (frame ``t`` centred on sampl
 ``t * hop_length``), so labels line up one-to-one with ``frame`` and ``stft_magnitude``.
 Labels known in advance come from the synthesizer's segments (``labels_from_segments``) or
 from a phone alignment (HTS ``.lab``) plus measured tracks (``labels_from_alignment``);
-``helpers.label_measurement`` measures them from any recording. ``confusion`` and
+``helpers.label_measurement`` measures them from any recording, and ``write_frame_labels``
+/ ``read_frame_labels`` store measured ones beside their audio. ``confusion`` and
 ``frames_from_boundary`` compare two labellings of one clip.
 """
 
@@ -152,6 +153,39 @@ def read_phone_alignment(path: str | Path) -> list[tuple[float, float, str]]:
     if not rows:
         raise LabelError(f"{path} has no alignment lines.")
     return rows
+
+
+LABEL_COLUMNS = ("frame", "voicing", "f0_hz", "f1_hz", "f2_hz")
+
+
+def write_frame_labels(labels: FrameLabels, path: str | Path) -> Path:
+    """Store labels as CSV, one row per frame (``LABEL_COLUMNS``; voicing 0 silent, 1 voiced,
+    2 unvoiced). Each value is written as the shortest text that reads back to the same
+    float32, so ``read_frame_labels`` returns equal labels."""
+    rows = [",".join(LABEL_COLUMNS)]
+    for t in range(labels.num_frames):
+        rows.append(",".join([str(t), str(int(labels.voicing[t])),
+                              *(str(getattr(labels, name)[t]) for name in ("f0", "f1", "f2"))]))
+    path = Path(path)
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def read_frame_labels(path: str | Path, source: str = "") -> FrameLabels:
+    """Labels stored by ``write_frame_labels`` (at the course's sample rate and hop)."""
+    lines = Path(path).read_text().splitlines()
+    if not lines or tuple(lines[0].split(",")) != LABEL_COLUMNS:
+        raise LabelError(f"{path}: expected a header line {','.join(LABEL_COLUMNS)}.")
+    try:
+        table = np.array([[float(x) for x in line.split(",")] for line in lines[1:]])
+    except ValueError as error:
+        raise LabelError(f"{path}: expected numbers in every row ({error}).") from error
+    if table.ndim != 2 or table.shape[1] != len(LABEL_COLUMNS) or len(table) == 0 \
+            or not np.array_equal(table[:, 0], np.arange(len(table))):
+        raise LabelError(f"{path}: expected one row of {len(LABEL_COLUMNS)} numbers for each "
+                         "frame 0, 1, 2, ... in order.")
+    return FrameLabels(table[:, 1].astype(np.int32), table[:, 2], table[:, 3], table[:, 4],
+                       source=source)
 
 
 def labels_from_alignment(alignment: list[tuple[float, float, str]], num_samples: int,

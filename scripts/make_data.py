@@ -5,7 +5,8 @@
 
 The real recordings (data/cmu_arctic/: six CMU ARCTIC utterances, unmodified, with COPYING and
 arctic_a0009's phone alignment) are shipped, not generated; this script records their SHA-256
-and measures arctic_a0009's f0/F1/F2 tracks once (pyin, LPC) so notebooks never wait for pyin.
+and measures arctic_a0009's f0/F1/F2 tracks once (pyin, LPC), and the labels of the six
+(``labels_from_audio``, into ``<name>_labels.csv``), so notebooks never wait for pyin.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from helpers.capstone_data import (
     held_back_noise_seed,
 )
 from helpers.dataset import DATA_DIR, REAL_CLIP, SYNTHETIC_CLIPS, ClipSpec, sha256
-from helpers.label_measurement import formant_track, pitch_track
+from helpers.label_measurement import formant_track, labels_from_audio, pitch_track
+from helpers.labels import write_frame_labels
 from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
 from helpers.synth import add_noise, synthesize
 
@@ -87,7 +89,7 @@ def build(root: Path, real_source: Path) -> dict:
     real_dir = root / REAL_DIR
     if real_dir.resolve() != real_source.resolve():
         shutil.copytree(real_source, real_dir, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("*_tracks.csv"))
+                        ignore=shutil.ignore_patterns("*_tracks.csv", "*_labels.csv"))
     wav = real_dir / f"{REAL_CLIP}.wav"
     tracks = real_dir / f"{REAL_CLIP}_tracks.csv"
     write_tracks(wav, tracks)
@@ -114,17 +116,21 @@ def build(root: Path, real_source: Path) -> dict:
 
 def real_speech_entries(real_dir: Path) -> list[dict]:
     """The capstone's real recordings (``data/cmu_arctic/``, shipped unmodified): speaker, role
-    and SHA-256 of each."""
+    and SHA-256 of each; their labels, measured once into ``<name>_labels.csv``."""
     entries = []
     for name in REAL_VALIDATION + REAL_HELD_BACK:
         wav = real_dir / f"{name}.wav"
         audio, _ = load_audio(wav)
+        labels = write_frame_labels(labels_from_audio(audio), real_dir / f"{name}_labels.csv")
         role = "held back (real-speech test set)" if name in REAL_HELD_BACK else "validation"
         entries.append({"name": name, "file": f"{REAL_DIR}/{name}.wav",
                         "speaker": REAL_SPEAKERS[name], "role": role,
                         "num_samples": len(audio), "modified": False,
                         "source": "CMU ARCTIC (see cmu_arctic/COPYING)",
-                        "sha256": sha256(wav)})
+                        "sha256": sha256(wav),
+                        "labels": {"file": f"{REAL_DIR}/{labels.name}",
+                                   "measured_by": "helpers.label_measurement.labels_from_audio",
+                                   "sha256": sha256(labels)}})
     return entries
 
 

@@ -66,6 +66,8 @@ def test_manifest_lists_every_file_with_matching_hash():
     assert wavs == {entry["file"] for entry in clips.values()} | set(capstone_files) | set(real)
     for file, digest in real.items():
         assert sha256(DATA_DIR / file) == digest, file
+    for entry in read_manifest()["real_speech"]:  # their labels, measured once (make_data.py)
+        assert sha256(DATA_DIR / entry["labels"]["file"]) == entry["labels"]["sha256"]
     for file, digest in capstone_files.items():
         assert sha256(DATA_DIR / file) == digest, file
     weights = {p.name for p in (DATA_DIR / "capstone").glob("*.weights.npz")}

@@ -1,5 +1,5 @@
 """helpers.labels: labels by construction and from a phone alignment, FrameLabels' own checks,
-and slicing."""
+slicing, and stored labels."""
 
 import numpy as np
 import pytest
@@ -20,7 +20,9 @@ from helpers.labels import (
     Voicing,
     labels_from_alignment,
     labels_from_segments,
+    read_frame_labels,
     read_phone_alignment,
+    write_frame_labels,
 )
 from helpers.synth import fricative, silence, vowel
 
@@ -93,3 +95,29 @@ def test_labels_slice_keeps_frames_and_refuses_bad_ranges():
         labels.slice(20, 10)
     with pytest.raises(LabelError, match="not inside"):
         labels.slice(0, labels.num_frames + 1)
+
+
+def test_stored_labels_read_back_equal(tmp_path):
+    clip = load_clip("utterance_1_snr15")
+    noisy = FrameLabels(clip.labels.voicing, clip.labels.f0 * np.float32(1.0001),
+                        clip.labels.f1 + np.float32(0.1), clip.labels.f2)
+    back = read_frame_labels(write_frame_labels(noisy, tmp_path / "l.csv"), source="stored")
+    for name in ("voicing", "f0", "f1", "f2"):
+        assert np.array_equal(getattr(back, name), getattr(noisy, name)), name
+        assert getattr(back, name).dtype == getattr(noisy, name).dtype, name
+    assert back.source == "stored" and back.num_frames == clip.labels.num_frames
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", "expected a header line"),
+    ("frame,voicing,f0\n0,0,0\n", "expected a header line"),
+    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0,x\n", "expected numbers"),
+    ("frame,voicing,f0_hz,f1_hz,f2_hz\n", "one row of 5 numbers"),
+    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0,0\n2,0,0,0,0\n", "in order"),
+    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0\n", "one row of 5 numbers"),
+    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,1,0,0,0\n", "every voiced frame needs f0 > 0"),
+])
+def test_stored_labels_that_do_not_read_are_refused(tmp_path, text, match):
+    (tmp_path / "l.csv").write_text(text)
+    with pytest.raises(LabelError, match=match):
+        read_frame_labels(tmp_path / "l.csv")
