@@ -12,7 +12,7 @@ Python's default thresholds the collector scans them again and again while the t
 import and run, and once more as each exits. A test process lives for a minute, so it scans
 less often (``gc.set_threshold``) and leaves what it imported out of later scans
 (``gc.freeze``). Results do not change; the CPU seconds of ``./course.sh test`` drop by about
-a tenth (CONTRIBUTING.md, "Measured decisions").
+a tenth (CONTRIBUTING.md, "Running the tests").
 """
 
 import atexit
