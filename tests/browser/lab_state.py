@@ -87,14 +87,14 @@ def moves(control) -> list[tuple[tuple[str, object], object]]:
 
 
 def lab_state(lab) -> dict:
-    """The lab's controls and views as JSON-ready data; values as their ``repr``."""
+    """The lab's controls and views as JSON-ready data; values as their ``repr`` (and as the
+    summary line writes them, ``str``)."""
     controls, views = lab_parts(lab)
     return {
         "controls": {name: {"kind": type(control).__name__, "value": repr(control.value),
-                            "text": str(control.value),
                             "disabled": bool(control.disabled),
                             "labels": list(getattr(control, "_options_labels", ())),
-                            "moves": [[list(action), repr(value)]
+                            "moves": [[list(action), repr(value), str(value)]
                                       for action, value in moves(control)]}
                      for name, control in controls.items()},
         "views": {name: view_text(lab, view) for name, view in views.items()},

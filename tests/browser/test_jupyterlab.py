@@ -204,7 +204,8 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
     """Run ``source`` (ending in a lab) in a fresh notebook ``notebook``, then change each of the
     lab's controls (``only`` those, if given) through the page. After each change the kernel
     prints the lab's state (``lab_state.py``): the control must hold the value the change
-    gives it, and the page's views must show the kernel's. The first state, for more checks."""
+    gives it, the summary line must name it, and the page's views must show the kernel's.
+    The first state, for more checks."""
     lab_server.api("PUT", f"contents/{notebook}",
                    {"type": "notebook", "format": "json", "content": lab_notebook(source)})
     open_notebook(page, notebook)
@@ -225,18 +226,27 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
         expect(printed).to_contain_text(f'{{"count": {executed}, ', timeout=KERNEL_TIMEOUT)
         return json.loads(printed.inner_text())
 
-    def check(state: dict, after: str) -> None:
-        expected = state["views"]
-        deadline = time.monotonic() + 5  # the kernel has answered; the redraw is immediate
+    def settled(after: str, setting: str = "") -> dict:
+        """Run the barrier until the kernel's lab shows ``setting`` in its summary line and
+        the page shows the views the kernel holds; return that state. Under load a change
+        can reach the kernel, and its redraw the page, seconds later: a state read while a
+        message is on its way is read again (for up to 30 s)."""
+        deadline = time.monotonic() + 30
         while True:
+            state = settle()
+            expected = state["views"]
             shown = {name: squeeze(on_page[name].inner_text()) for name in expected}
-            if shown == expected or time.monotonic() > deadline:
+            if (setting in expected["summary"] and shown == expected
+                    or time.monotonic() > deadline):
                 break
-            time.sleep(0.1)
+            time.sleep(0.5)
+        assert setting in expected["summary"], (
+            f"after {after}, the kernel's lab does not show {setting}: {expected['summary']!r}")
         for name in expected:
             assert shown[name] == expected[name], (
                 f"after {after}, the lab's {name} on the page is\n  {shown[name]!r}\n"
                 f"but its kernel holds\n  {expected[name]!r}")
+        return state
 
     shots = 0
 
@@ -246,12 +256,12 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
         shots += 1
 
     expect(panel.locator(".gradient-lab-summary")).to_be_visible(timeout=KERNEL_TIMEOUT)
-    state = first_state = settle()
+    state = settle()
     assert {"summary", "table"} <= set(state["views"]), state["views"]
     names = list(state["controls"]) if only is None else list(only)
     on_page = {name: panel.locator(f".gradient-lab-{name}")
                for name in [*names, *state["views"]]}
-    check(state, "creating the lab")
+    state = first_state = settled("creating the lab")
     snap("new")
     # Every control once: sliders first, then dropdowns, then buttons (the knobs before the
     # choices that enable or disable them; the execution mode late, so tf.function traces
@@ -267,23 +277,24 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
         if enabled:
             name = enabled[0]
             todo.remove(name)
-            action, value = controls[name]["moves"][0]
+            action, value, text = controls[name]["moves"][0]
         else:
             assert todo[0] in disabled_by, f"{todo[0]} is disabled from the start"
             name, before = disabled_by.pop(todo[0])
-            action, value = next(m for m in controls[name]["moves"] if m[1] == before)
+            action, value, text = next(m for m in controls[name]["moves"] if m[1] == before)
         before = controls[name]["value"]
         was_disabled = {n for n in todo if controls[n]["disabled"]}
         act(on_page[name], controls[name]["kind"], action)
-        state = settle()
-        assert state["controls"][name]["value"] == value, (
-            f"after {name}: {action}, the kernel's {name} holds "
-            f"{state['controls'][name]['value']}, not {value}")
+        # the lab recomputes for the new value: its summary line starts with the setting
+        state = settled(after := f"{name}: {action[0]} {action[1]!r}",
+                        f"{name}={text}")
+        held = state["controls"][name]
+        assert held["value"] == value, (
+            f"after {after}, the kernel's {name} holds {held['value']}, not {value}")
         for other in todo:
             if state["controls"][other]["disabled"] and other not in was_disabled:
                 disabled_by[other] = (name, before)
-        check(state, f"{name}: {action[0]} {action[1]!r}")
-        snap(f"{name}={state['controls'][name]['text']}")
+        snap(f"{name}={text}")
     assert_no_error_shown(page, notebook)
     close_everything(page, lab_server)
     return first_state
