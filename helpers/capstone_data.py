@@ -213,9 +213,10 @@ REAL_HELD_BACK_NOISE_SEED = 11000
 REAL_VALIDATION_NOISE_SEED = 13000
 
 
-def real_labels_path(name: str) -> Path:
-    """Where a real recording's measured labels are stored (``scripts/make_data.py``)."""
-    return DATA_DIR / REAL_DIR / f"{name}_labels.csv"
+def real_labels_path(name: str, data_dir: Path = DATA_DIR) -> Path:
+    """Where a real recording's measured labels are stored (``scripts/make_data.py`` writes
+    them, into ``data_dir``)."""
+    return Path(data_dir) / REAL_DIR / f"{name}_labels.csv"
 
 
 @cache

@@ -34,6 +34,7 @@ from helpers.capstone_data import (
     REAL_VALIDATION,
     capstone_utterance,
     held_back_noise_seed,
+    real_labels_path,
 )
 from helpers.dataset import DATA_DIR, REAL_CLIP, SYNTHETIC_CLIPS, ClipSpec, sha256
 from helpers.label_measurement import formant_track, labels_from_audio, pitch_track
@@ -121,7 +122,8 @@ def real_speech_entries(real_dir: Path) -> list[dict]:
     for name in REAL_VALIDATION + REAL_HELD_BACK:
         wav = real_dir / f"{name}.wav"
         audio, _ = load_audio(wav)
-        labels = write_frame_labels(labels_from_audio(audio), real_dir / f"{name}_labels.csv")
+        labels = write_frame_labels(labels_from_audio(audio),
+                                    real_labels_path(name, real_dir.parent))
         role = "held back (real-speech test set)" if name in REAL_HELD_BACK else "validation"
         entries.append({"name": name, "file": f"{REAL_DIR}/{name}.wav",
                         "speaker": REAL_SPEAKERS[name], "role": role,

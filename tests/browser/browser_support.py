@@ -60,15 +60,12 @@ class LabServer:
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ)
+        # (IPYTHONDIR is the test run's own, from conftest.py: its kernels get the run's
+        # start-up file, and no user's ~/.ipython.)
         for variable in ("JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR",
-                         "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR",
-                         "IPYTHONDIR"):
+                         "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
             env[variable] = str(tmp / variable.lower())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-        # Its kernels run the test kernels' start-up file (the garbage collector's setting).
-        startup = Path(env["IPYTHONDIR"], "profile_default", "startup")
-        startup.mkdir(parents=True)
-        shutil.copy(REPO / "tests" / "kernel_startup.py", startup / "00-kernel_startup.py")
         # No "news?" toast, no update check: nothing on the page but the course.
         notification = Path(env["JUPYTERLAB_SETTINGS_DIR"], "@jupyterlab", "apputils-extension",
                             "notification.jupyterlab-settings")

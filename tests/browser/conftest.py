@@ -2,9 +2,10 @@
 
 One ``jupyter lab`` server and one browser page serve the whole module. The server runs from
 this environment (``sys.executable``) on 127.0.0.1, a free port and a random token, with its
-own empty JupyterLab settings, workspaces, config, data and IPython directories (no user
-state leaks in), over a temporary copy of ``notebooks/``: nothing the browser does can touch
-the repository's notebooks. ``helpers`` comes from this checkout (``PYTHONPATH``).
+own empty JupyterLab settings, workspaces, config and data directories and the test run's
+IPython directory (the root ``conftest.py``; no user state leaks in), over a temporary copy of
+``notebooks/``: nothing the browser does can touch the repository's notebooks. ``helpers``
+comes from this checkout (``PYTHONPATH``).
 
 Chromium is the system's (``/usr/bin/chromium``, Debian package ``chromium``, or ``CHROMIUM``);
 Playwright downloads no browser. Without it a local run skips these tests (one line says how

@@ -37,16 +37,20 @@ def html_text(markup: str) -> str:
     return squeeze("".join(parser.parts))
 
 
-def view_text(lab, view) -> str:
-    """What the page must show for one of the lab's views. An HTML widget's value only the
-    kernel sets. An Output widget's outputs the page sends back to the kernel as it draws
-    them, so the kernel's copy can lag a change behind: for it, the table the lab draws for
-    its current result (the view's other output, the plot, shows no text)."""
-    if hasattr(view, "outputs"):
-        from helpers.widgets import lab_table
-
-        return "" if lab.error is not None else html_text(lab_table(lab.result.report))
-    return html_text(view.value)
+def widget_text(widget) -> str:
+    """What the page shows for an HTML or an Output widget (a picture shows no text)."""
+    if hasattr(widget, "outputs"):
+        texts = []
+        for output in widget.outputs:
+            data = output.get("data", {})
+            if "text/html" in data:
+                texts.append(html_text(data["text/html"]))
+            elif "text/plain" in data and not any(k.startswith("image/") for k in data):
+                texts.append(squeeze(data["text/plain"]))
+            elif "text" in output:
+                texts.append(squeeze(output["text"]))
+        return " ".join(texts)
+    return html_text(widget.value)
 
 
 def lab_parts(lab) -> tuple[dict, dict]:
@@ -97,5 +101,5 @@ def lab_state(lab) -> dict:
                             "moves": [[list(action), repr(value), str(value)]
                                       for action, value in moves(control)]}
                      for name, control in controls.items()},
-        "views": {name: view_text(lab, view) for name, view in views.items()},
+        "views": {name: widget_text(view) for name, view in views.items()},
     }

@@ -235,7 +235,7 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
         while True:
             state = settle()
             expected = state["views"]
-            shown = {name: squeeze(on_page[name].inner_text()) for name in expected}
+            shown = {name: squeeze(on_page(name).inner_text()) for name in expected}
             if (setting in expected["summary"] and shown == expected
                     or time.monotonic() > deadline):
                 break
@@ -255,13 +255,13 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
         screenshot(first, f"lab-{Path(notebook).stem}-{shots:02d}-{change}")
         shots += 1
 
-    expect(panel.locator(".gradient-lab-summary")).to_be_visible(timeout=KERNEL_TIMEOUT)
-    state = settle()
+    def on_page(name: str) -> Locator:  # a control or a view, by its CSS class
+        return panel.locator(f".gradient-lab-{name}")
+
+    expect(on_page("summary")).to_be_visible(timeout=KERNEL_TIMEOUT)
+    state = first_state = settled("creating the lab")
     assert {"summary", "table"} <= set(state["views"]), state["views"]
     names = list(state["controls"]) if only is None else list(only)
-    on_page = {name: panel.locator(f".gradient-lab-{name}")
-               for name in [*names, *state["views"]]}
-    state = first_state = settled("creating the lab")
     snap("new")
     # Every control once: sliders first, then dropdowns, then buttons (the knobs before the
     # choices that enable or disable them; the execution mode late, so tf.function traces
@@ -284,7 +284,7 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
             action, value, text = next(m for m in controls[name]["moves"] if m[1] == before)
         before = controls[name]["value"]
         was_disabled = {n for n in todo if controls[n]["disabled"]}
-        act(on_page[name], controls[name]["kind"], action)
+        act(on_page(name), controls[name]["kind"], action)
         # the lab recomputes for the new value: its summary line starts with the setting
         state = settled(after := f"{name}: {action[0]} {action[1]!r}",
                         f"{name}={text}")
