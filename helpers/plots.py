@@ -44,6 +44,11 @@ HEATMAP_WIDTH = 9.0  # inches: names, cells and colour bar
 MARKER_INSET = 10.0  # points from the left edge of the axes to the centre of a status marker
 
 
+def norms_figure_height(rows: int) -> float:
+    """The height in inches of ``plot_gradient_norms``' own figure for ``rows`` variables."""
+    return 0.45 * rows + 1.4
+
+
 def status_gid(status: Status) -> str:
     """The matplotlib ``gid`` every artist of this status carries (tests look for it)."""
     return f"grad-{status}"
@@ -64,7 +69,7 @@ def plot_gradient_norms(
     legend lists (default: those in the report; the lab lists all, for one layout).
     """
     _check_report(report)
-    fig, ax = _figure_and_axes(ax, height=0.45 * len(report) + 1.4)
+    fig, ax = _figure_and_axes(ax, height=norms_figure_height(len(report)))
     lo, hi = xlim or norm_limits([report])
     y = np.arange(len(report))[::-1]
     ax.set_xscale("log")

@@ -19,8 +19,8 @@ from typing import Any
 
 import ipywidgets as widgets
 import keras
-import matplotlib.pyplot as plt
 from IPython.display import HTML, Image
+from matplotlib.figure import Figure
 
 from helpers.gradients import STATUSES, GradientReport
 from helpers.html_tables import escape
@@ -33,7 +33,7 @@ from helpers.lab_settings import (
     SILENCE_WEIGHTS,
     LabSetting,
 )
-from helpers.plots import plot_gradient_norms
+from helpers.plots import norms_figure_height, plot_gradient_norms
 
 # The plot's x range, the same for every setting so that two settings compare by eye: every
 # norm the course's lab gives lies inside (measured over all its settings: 9.2e-16, silence
@@ -173,7 +173,6 @@ class GradientLab:
             figure = lab_figure(report)
             buffer = io.BytesIO()
             figure.savefig(buffer, format="png")  # at the figure's dpi, like the inline plots
-            plt.close(figure)
             self._pictures[key] = (lab_table(report), buffer.getvalue())
         return self._pictures[key]
 
@@ -200,12 +199,17 @@ class GradientLab:
         return f"GradientLab({self.result.describe() if self.result else 'not run'})"
 
 
-def lab_figure(report: GradientReport) -> plt.Figure:
+def lab_figure(report: GradientReport) -> Figure:
     """The lab's plot: one x range (``LAB_NORM_RANGE``), one title and a legend of every
-    status, so that its size and layout are the same in every setting."""
-    figure = plot_gradient_norms(report, title=LAB_FIGURE_TITLE, xlim=LAB_NORM_RANGE,
-                                 legend_statuses=STATUSES)
-    figure.set_figwidth(LAB_FIGURE_WIDTH)  # the height is plot_gradient_norms' own
+    status, so that its size and layout are the same in every setting.
+
+    A plain ``Figure``, not one from pyplot: the lab draws it in a widget callback, and a
+    pyplot figure is the inline backend's to show, in whatever cell runs next, if it is
+    still open then."""
+    figure = Figure(figsize=(LAB_FIGURE_WIDTH, norms_figure_height(len(report))),
+                    layout="constrained")
+    plot_gradient_norms(report, ax=figure.add_subplot(), title=LAB_FIGURE_TITLE,
+                        xlim=LAB_NORM_RANGE, legend_statuses=STATUSES)
     return figure
 
 

@@ -94,8 +94,8 @@ def page(lab_server, browser):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On a failed browser test: screenshot, console log and server log into one directory,
-    named in the report."""
+    """On a failed browser test: screenshot, the page's HTML, console log and server log into
+    one directory, named in the report."""
     report = yield
     if report.failed and report.when in ("setup", "call") and _server is not None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -107,8 +107,12 @@ def pytest_runtest_makereport(item, call):
                 page.screenshot(path=str(where / "page.png"), full_page=True)
             except Exception as error:  # the report matters more
                 (where / "screenshot-failed.txt").write_text(repr(error))
+            try:  # the DOM says which output went where
+                (where / "page.html").write_text(page.content())
+            except Exception as error:
+                (where / "page-html-failed.txt").write_text(repr(error))
             (where / "console.log").write_text("\n".join(page.console_lines))
         shutil.copy(_server.log_path, where / "jupyter-server.log")
         report.sections.append(("browser test artifacts",
-                                f"screenshot, console and server log: {where}"))
+                                f"screenshot, page HTML, console and server log: {where}"))
     return report

@@ -70,6 +70,7 @@ def lab_notebook(source: str) -> dict:
 
 CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+STDOUT = '[data-mime-type="application/vnd.jupyter.stdout"]'
 # What JupyterLab shows when a document, a kernel or a widget goes wrong.
 ERROR_SIGNS = (".jp-Dialog", ".Toastify__toast--error", ".Toastify__toast--warning",
                ".jp-OutputArea-output:has-text('Error displaying widget')")
@@ -222,8 +223,13 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
         executed += 1
         barrier.locator(".jp-InputPrompt").click()
         page.keyboard.press("Control+Enter")
-        printed = barrier.locator(".jp-OutputArea-output")
+        printed = barrier.locator(f".jp-OutputArea-output{STDOUT}")
         expect(printed).to_contain_text(f'{{"count": {executed}, ', timeout=KERNEL_TIMEOUT)
+        # and nothing else: a figure the lab left to the inline backend would show up here
+        stray = barrier.locator(f".jp-OutputArea-output:not({STDOUT})")
+        assert stray.count() == 0, (
+            f"the barrier cell shows more than its line: "
+            f"{[o.get_attribute('data-mime-type') for o in stray.all()]}")
         return json.loads(printed.inner_text())
 
     def settled(after: str, setting: str = "") -> dict:
