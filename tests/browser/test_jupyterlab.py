@@ -16,6 +16,7 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from browser_support import KERNEL_TIMEOUT, REPO, chromium_missing, screenshot
@@ -49,23 +50,28 @@ my_lab = GradientLab(make_conv_denoiser(seed=0),
 my_lab"""
 
 
-# Run after each change: it prints the state of the lab the first cell showed (Out[1]), with
-# its own execution count, so the test knows the printout is this run's.
+# Both lab tests share one notebook and its kernel (a kernel that imports TensorFlow costs
+# seconds of CPU to start): a cell per lab, in this order, then the barrier cell.
+LABS = {"gradient_lab_test": LAB_SOURCE, "own_lab_test": OWN_LAB_SOURCE}
+LABS_NOTEBOOK = "labs_test.ipynb"
+# Run after each change: it prints the state of the lab that ran last (the newest entry of
+# Out; the barrier itself adds none), with its own execution count, so the test knows the
+# printout is this run's.
 BARRIER_SOURCE = f"""\
 import json, sys
 if {str(Path(__file__).parent)!r} not in sys.path:
     sys.path.insert(0, {str(Path(__file__).parent)!r})
 from lab_state import lab_state
-print(json.dumps({{"count": len(In) - 1, **lab_state(Out[1])}}))"""
+print(json.dumps({{"count": len(In) - 1, **lab_state(Out[max(Out)])}}))"""
 
 
-def lab_notebook(source: str) -> dict:
-    """A fresh notebook: the lab's cell, then the barrier cell."""
+def labs_notebook() -> dict:
+    """A fresh notebook: one cell per lab (``LABS``), then the barrier cell."""
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
     return {"nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                         "language": "python"}},
-            "cells": [{**cell, "source": source}, {**cell, "source": BARRIER_SOURCE}]}
+            "cells": [{**cell, "source": source} for source in [*LABS.values(), BARRIER_SOURCE]]}
 
 
 CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
@@ -201,30 +207,39 @@ def act(control_on_page: Locator, kind: str, action: tuple[str, object]) -> None
         control_on_page.locator("input, button").first.click()
 
 
-def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
-    """Run ``source`` (ending in a lab) in a fresh notebook ``notebook``, then change each of the
-    lab's controls (``only`` those, if given) through the page. After each change the kernel
-    prints the lab's state (``lab_state.py``): the control must hold the value the change
-    gives it, the summary line must name it, and the page's views must show the kernel's.
-    The first state, for more checks."""
-    lab_server.api("PUT", f"contents/{notebook}",
-                   {"type": "notebook", "format": "json", "content": lab_notebook(source)})
-    open_notebook(page, notebook)
-    panel = notebook_panel(page, notebook)
-    first, barrier = panel.locator(".jp-Cell").nth(0), panel.locator(".jp-Cell").nth(1)
+@pytest.fixture(scope="module")
+def labs(page, lab_server) -> SimpleNamespace:
+    """The labs' notebook (``labs_notebook``), open with its kernel idle, for the module's
+    lab tests: ``panel``, and ``executed``, how many cells its kernel has run. Each test runs
+    its own lab's cell. Closed, kernel and all, after the module's last test."""
+    lab_server.api("PUT", f"contents/{LABS_NOTEBOOK}",
+                   {"type": "notebook", "format": "json", "content": labs_notebook()})
+    open_notebook(page, LABS_NOTEBOOK)
+    yield SimpleNamespace(panel=notebook_panel(page, LABS_NOTEBOOK), executed=0)
+    close_everything(page, lab_server)
+
+
+def drive_lab(page, labs: SimpleNamespace, lab_name: str, only=None) -> dict:
+    """Run the cell of the lab ``lab_name`` (``LABS``), then change each of the lab's controls
+    (``only`` those, if given) through the page. After each change the kernel prints the lab's
+    state (``lab_state.py``): the control must hold the value the change gives it, the summary
+    line must name it, and the page's views must show the kernel's. The first state, for
+    more checks."""
+    cells = labs.panel.locator(".jp-Cell")
+    first, barrier = cells.nth(list(LABS).index(lab_name)), cells.nth(len(LABS))
     first.locator(".jp-InputPrompt").click()
-    page.keyboard.press("Shift+Enter")
-    executed = 1
+    page.keyboard.press("Control+Enter")
+    labs.executed += 1
 
     def settle() -> dict:
         """Run the barrier cell: once its output is there, the kernel has handled every
         message before it (the change and the redraw included). The lab's state it printed."""
-        nonlocal executed
-        executed += 1
+        labs.executed += 1
         barrier.locator(".jp-InputPrompt").click()
         page.keyboard.press("Control+Enter")
         printed = barrier.locator(f".jp-OutputArea-output{STDOUT}")
-        expect(printed).to_contain_text(f'{{"count": {executed}, ', timeout=KERNEL_TIMEOUT)
+        expect(printed).to_contain_text(f'{{"count": {labs.executed}, ',
+                                        timeout=KERNEL_TIMEOUT)
         # and nothing else: a figure the lab left to the inline backend would show up here
         stray = barrier.locator(f".jp-OutputArea-output:not({STDOUT})")
         assert stray.count() == 0, (
@@ -256,13 +271,13 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
 
     shots = 0
 
-    def snap(change: str) -> None:  # the lab's cell, whole, after each change
+    def snap(change: str) -> None:  # the lab (its cell's output), whole, after each change
         nonlocal shots
-        screenshot(first, f"lab-{Path(notebook).stem}-{shots:02d}-{change}")
+        screenshot(first.locator(".jp-Cell-outputArea"), f"lab-{lab_name}-{shots:02d}-{change}")
         shots += 1
 
-    def on_page(name: str) -> Locator:  # a control or a view, by its CSS class
-        return panel.locator(f".gradient-lab-{name}")
+    def on_page(part: str) -> Locator:  # a control or a view of this lab, by its CSS class
+        return first.locator(f".gradient-lab-{part}")
 
     expect(on_page("summary")).to_be_visible(timeout=KERNEL_TIMEOUT)
     state = first_state = settled("creating the lab")
@@ -301,19 +316,17 @@ def drive_lab(page, lab_server, notebook: str, source: str, only=None) -> dict:
             if state["controls"][other]["disabled"] and other not in was_disabled:
                 disabled_by[other] = (name, before)
         snap(f"{name}={text}")
-    assert_no_error_shown(page, notebook)
-    close_everything(page, lab_server)
+    assert_no_error_shown(page, lab_name)
     return first_state
 
 
-def test_the_lab_answers_its_controls(page, lab_server):
-    drive_lab(page, lab_server, "gradient_lab_test.ipynb", LAB_SOURCE)
+def test_the_lab_answers_its_controls(page, labs):
+    drive_lab(page, labs, "gradient_lab_test")
 
 
-def test_a_learners_own_model_losses_and_clips_in_the_lab(page, lab_server):
+def test_a_learners_own_model_losses_and_clips_in_the_lab(page, labs):
     """06's example: the learner's model, loss and clips appear in the page's lab, and its
     clip and loss choices answer on the page."""
-    state = drive_lab(page, lab_server, "own_lab_test.ipynb", OWN_LAB_SOURCE,
-                      only=["clip", "loss"])
+    state = drive_lab(page, labs, "own_lab_test", only=["clip", "loss"])
     assert state["controls"]["loss"]["labels"] == ["mse", "loop"]
     assert state["controls"]["clip"]["labels"] == ["pause", "word"]
