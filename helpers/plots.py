@@ -87,7 +87,8 @@ def plot_gradient_norms(
         ax.plot([0], [yi], linestyle="none", marker=style["marker"], markersize=11,
                 color=style["color"], fillstyle=style["fill"], markeredgewidth=2,
                 transform=inside, clip_on=False, zorder=5, gid=status_gid(row.status))
-        text = {"none": "None", "zero": "zero", "nonfinite": _nonfinite_text(row.norm)}[row.status]
+        nonfinite = "NaN" if row.norm is None or math.isnan(row.norm) else "inf"
+        text = {"none": "None", "zero": "zero", "nonfinite": nonfinite}[row.status]
         ax.annotate(f"{text} (no bar)", (0, yi), xycoords=inside, xytext=(12, 0),
                     textcoords="offset points", va="center", color=style["color"],
                     fontweight="bold", gid=status_gid(row.status) + "-label")
@@ -217,23 +218,16 @@ def _legend_handles(reports: Sequence[GradientReport],
     return handles
 
 
-def _nonfinite_text(norm: float | None) -> str:
-    return "NaN" if norm is None or math.isnan(norm) else "inf"
-
-
 def _figure_and_axes(ax: Axes | None, height: float) -> tuple[Figure, Axes]:
     if ax is not None:
         return ax.figure, ax
-    fig, ax = plt.subplots(figsize=(6.4, height), layout="constrained")
-    return fig, ax
+    return plt.subplots(figsize=(6.4, height), layout="constrained")
 
 
 def _check_report(report: object) -> None:
     if not isinstance(report, GradientReport):
-        raise TypeError(
-            f"expected a GradientReport from helpers.gradients.gradient_report, got "
-            f"{type(report).__name__}."
-        )
+        raise TypeError(f"expected a GradientReport from helpers.gradients.gradient_report, "
+                        f"got {type(report).__name__}.")
     if len(report) == 0:
         raise ValueError("the report has no variables to plot.")
 
