@@ -4,8 +4,8 @@ Kernels inherit this process's environment, so TensorFlow's start-up noise is si
 too. ``MPLBACKEND`` is removed because a kernel with ``MPLBACKEND=Agg`` stores no figures.
 
 Kernels start from this run's own IPython directory (``IPYTHONDIR``): a learner's
-``~/.ipython`` start-up files cannot change a stored output, and ``tests/kernel_startup.py``
-gives the kernels the garbage-collector setting below.
+``~/.ipython`` start-up files cannot change a stored output, and the start-up file written
+there (``KERNEL_STARTUP``) gives the kernels the garbage-collector setting below.
 
 The garbage collector: importing TensorFlow creates about a million Python objects, and with
 Python's default thresholds the collector scans them again and again while the test processes
@@ -26,25 +26,26 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 os.environ.pop("MPLBACKEND", None)
 
-GC_THRESHOLD = (10_000, 10, 10)  # tests/kernel_startup.py sets the same in kernels
-KERNEL_STARTUP = Path(__file__).parent / "tests" / "kernel_startup.py"
+GC_THRESHOLD = (10_000, 10, 10)
 gc.set_threshold(*GC_THRESHOLD)
 atexit.register(gc.freeze)
+# The same in every kernel the run starts (nbval's, the student edition's, the browser tests'):
+# an IPython start-up file, which runs in the notebook's namespace, so it leaves no name there.
+KERNEL_STARTUP = f"""\
+import atexit, gc
+gc.set_threshold(*{GC_THRESHOLD!r})
+atexit.register(gc.freeze)  # at exit, skip the last scan of every object still alive
+del atexit, gc
+"""
 
-
-def ipython_dir_with_startup(parent: Path) -> Path:
-    """An IPython directory under ``parent`` whose kernels run ``tests/kernel_startup.py``."""
-    startup = parent / "profile_default" / "startup"
-    startup.mkdir(parents=True, exist_ok=True)
-    shutil.copy(KERNEL_STARTUP, startup / "00-kernel_startup.py")
-    return parent
-
-
-# One directory for the run: made by the first process (pytest-xdist's workers inherit it),
-# removed when that process ends.
+# One IPython directory for the run: made by the first process (pytest-xdist's workers
+# inherit it), removed when that process ends. A learner's kernels never see it.
 _inherited = os.environ.get("GRADIENT_CLINIC_TEST_IPYTHONDIR")
 if _inherited is None or _inherited != os.environ.get("IPYTHONDIR"):
-    _ipython_dir = ipython_dir_with_startup(Path(tempfile.mkdtemp(prefix="clinic-ipython-")))
+    _ipython_dir = Path(tempfile.mkdtemp(prefix="clinic-ipython-"))
+    _startup = _ipython_dir / "profile_default" / "startup"
+    _startup.mkdir(parents=True)
+    (_startup / "00-kernel_startup.py").write_text(KERNEL_STARTUP)
     os.environ["IPYTHONDIR"] = os.environ["GRADIENT_CLINIC_TEST_IPYTHONDIR"] = str(_ipython_dir)
     atexit.register(shutil.rmtree, _ipython_dir, ignore_errors=True)
 
