@@ -12,7 +12,9 @@ trap 'rm -rf "$tmp"' EXIT
 {
   echo "# Exact versions the stored notebook outputs were produced with (Python 3.11)."
   echo "# Generated from requirements.in by scripts/lock_requirements.sh; do not edit by hand."
-  "$tmp/venv/bin/pip" freeze --exclude-editable | LC_ALL=C sort -f
+  # --all: setuptools (TensorFlow requires it) and wheel (astunparse) too, which a plain
+  # freeze leaves out, so pip would take their newest releases; pip itself stays out.
+  "$tmp/venv/bin/pip" freeze --all --exclude pip --exclude-editable | LC_ALL=C sort -f
   echo "# The course's own helpers, importable from every notebook and test:"
   echo "-e ."
 } > requirements.txt

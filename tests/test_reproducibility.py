@@ -40,3 +40,34 @@ def test_versions_names_the_libraries_the_outputs_were_made_with():
                           f"librosa {pins['librosa']}")  # the pinned versions, as installed
     assert (tf.__version__, keras.__version__, librosa.__version__) == (
         pins["tensorflow"], pins["keras"], pins["librosa"])
+
+
+def _pins() -> dict[str, str]:
+    """{name: version} for every exact pin of requirements.txt."""
+    return dict(line.split("==", 1) for line in (ROOT / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+
+
+def test_the_environment_holds_every_pinned_version():
+    """The stored outputs were made with requirements.txt's pins, setuptools and wheel included
+    (a plain `pip freeze` leaves those two out, and pip would then take their newest)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    pins = _pins()
+    assert {"setuptools", "wheel", "tensorflow"} <= set(pins)
+    wrong = {}
+    for name, pinned in pins.items():
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            installed = None
+        if installed != pinned:
+            wrong[name] = (pinned, installed)
+    assert not wrong, f"pinned vs installed (reinstall: pip install -r requirements.txt): {wrong}"
+
+
+def test_the_build_uses_the_pinned_setuptools():
+    import tomllib
+
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert build == [f"setuptools=={_pins()['setuptools']}"]
