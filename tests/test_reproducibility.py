@@ -14,6 +14,12 @@ from helpers.reproducibility import make_deterministic, versions
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _pins() -> dict[str, str]:
+    """{name: version} for every exact pin of requirements.txt."""
+    return dict(line.split("==", 1) for line in (ROOT / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+
+
 def _draws():
     """One draw from every random source make_deterministic seeds (NumPy's global state too,
     which is what the legacy call reads)."""
@@ -34,18 +40,11 @@ def test_make_deterministic_restarts_every_random_sequence():
 def test_versions_names_the_libraries_the_outputs_were_made_with():
     import librosa
 
-    pins = dict(line.split("==", 1) for line in (ROOT / "requirements.txt").read_text().splitlines()
-                if line.split("==", 1)[0] in ("tensorflow", "keras", "librosa"))
+    pins = _pins()
     assert versions() == (f"TensorFlow {pins['tensorflow']}, Keras {pins['keras']}, "
                           f"librosa {pins['librosa']}")  # the pinned versions, as installed
     assert (tf.__version__, keras.__version__, librosa.__version__) == (
         pins["tensorflow"], pins["keras"], pins["librosa"])
-
-
-def _pins() -> dict[str, str]:
-    """{name: version} for every exact pin of requirements.txt."""
-    return dict(line.split("==", 1) for line in (ROOT / "requirements.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
 
 
 def test_the_environment_holds_every_pinned_version():
