@@ -115,7 +115,7 @@ def plot_reports(
     names = [list(r.names) for r in reports.values()]
     if any(n != names[0] for n in names):
         raise ValueError("plot_reports expects reports over the same variables in the same order.")
-    height = 0.45 * len(names[0]) + 1.6
+    height = norms_figure_height(len(names[0])) + 0.2  # the panels' titles take two lines
     fig, axes = plt.subplots(1, len(reports), figsize=(5.2 * len(reports), height),
                              sharey=True, squeeze=False, layout="constrained")
     limits = norm_limits(list(reports.values()))
