@@ -1,6 +1,8 @@
 """helpers.reproducibility: the first cell of every notebook (make_deterministic, versions)."""
 
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import keras
@@ -63,6 +65,17 @@ def test_the_environment_holds_every_pinned_version():
         if installed != pinned:
             wrong[name] = (pinned, installed)
     assert not wrong, f"pinned vs installed (reinstall: pip install -r requirements.txt): {wrong}"
+
+
+def test_importing_nbformat_builds_no_parser():
+    """jsonschema from 4.24 imports rfc3987-syntax, which builds an Earley parser at import
+    (1.3-1.6 CPU s in each of the test command's processes that load nbformat); the pin keeps
+    it out (requirements.in). A re-lock that brings it back fails here."""
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, nbformat, jupyter_server.serverapp; "
+         "print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert imported == "[]", f"importing nbformat and Jupyter Server loads {imported}"
 
 
 def test_the_build_uses_the_pinned_setuptools():
