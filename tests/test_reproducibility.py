@@ -68,9 +68,7 @@ def test_the_environment_holds_every_pinned_version():
 
 
 def test_importing_nbformat_builds_no_parser():
-    """jsonschema from 4.24 imports rfc3987-syntax, which builds an Earley parser at import
-    (1.3-1.6 CPU s in each of the test command's processes that load nbformat); the pin keeps
-    it out (requirements.in). A re-lock that brings it back fails here."""
+    """The jsonschema pin keeps rfc3987-syntax's parser out (requirements.in says why)."""
     imported = subprocess.run(
         [sys.executable, "-c", "import sys, nbformat, jupyter_server.serverapp; "
          "print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"],
