@@ -2,17 +2,17 @@
 
     python benchmarks/bench_gru_state.py
 
-The denoiser is ``helpers.denoiser.make_gru_step_model``: ``|stft|`` of a frame (257 bins) ->
+The denoiser is ``helpers.models.make_gru_step_model``: ``|stft|`` of a frame (257 bins) ->
 log magnitude -> one GRU step -> a mask per bin; the masks scale the noisy STFT and
-``helpers.denoiser.apply_masks`` (``helpers.audio.istft``) makes the audio. Variants:
+``helpers.models.apply_masks`` (``helpers.audio.istft``) makes the audio. Variants:
 
 1. the eager per-frame loop (the question's shape: a Python loop calling the Keras step model once
    per frame, optimizer step outside any graph), with the output path in TensorFlow so that it
    has gradients to apply;
-2. ``helpers.gru_state.unroll`` inside a ``tf.function`` training step;
+2. ``helpers.recurrence.unroll`` inside a ``tf.function`` training step;
 3. ``keras.layers.GRU`` over the whole sequence (same features, units, mask layer, synthesis
    and loss), in a ``tf.function`` training step, as ``model.fit`` would run it;
-4. (for information) ``helpers.gru_state.keras_rnn_reference``: ``keras.layers.RNN`` over the
+4. (for information) ``helpers.recurrence.keras_rnn_reference``: ``keras.layers.RNN`` over the
    step model's own ``GRUCell``, in a ``tf.function`` training step.
 
 All four start from the same weights, and the script checks that they compute the same first
@@ -33,14 +33,18 @@ from pathlib import Path
 # Measure the helpers of this checkout, whatever an (editable) install of the course points at.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import helpers  # noqa: F401  (first: it keeps TensorFlow's start-up log quiet)
+import helpers
+from helpers.course.quiet_tensorflow import import_tensorflow
+
+import_tensorflow()  # first: it keeps TensorFlow's start-up log quiet
 
 # isort: split
 import keras
 import tensorflow as tf
 
-from helpers.dataset import batch_of, load_clip
-from helpers.denoiser import (
+from helpers.audio import batch_of, load_clip
+from helpers.course import make_deterministic
+from helpers.models import (
     BINS,
     GRU_UNITS,
     LogMagnitude,
@@ -48,8 +52,7 @@ from helpers.denoiser import (
     denoising_loss,
     make_gru_step_model,
 )
-from helpers.gru_state import keras_rnn_reference, unroll, zero_state
-from helpers.reproducibility import make_deterministic
+from helpers.recurrence import keras_rnn_reference, unroll, zero_state
 
 ROUNDS, WARMUP = 5, 2  # per round: 1 eager step, 10 graph steps of each kind
 

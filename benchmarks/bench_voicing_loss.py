@@ -26,15 +26,18 @@ from pathlib import Path
 # Measure the helpers of this checkout, whatever an (editable) install of the course points at.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import helpers  # noqa: F401  (first: it keeps TensorFlow's start-up log quiet)
+import helpers
+from helpers.course.quiet_tensorflow import import_tensorflow
+
+import_tensorflow()  # first: it keeps TensorFlow's start-up log quiet
 
 # isort: split
 import numpy as np
 import tensorflow as tf
 
-from helpers.dataset import load_clip, make_example
-from helpers.reproducibility import make_deterministic
-from helpers.voicing_loss import as_tf_function, cond_loop_voicing_loss, masked_voicing_loss
+from helpers.audio import load_clip, make_example
+from helpers.course import make_deterministic
+from helpers.voicing import as_tf_function, cond_loop_voicing_loss, masked_voicing_loss
 
 ROUNDS = 3
 CALLS = {"per-frame eager": 1, "masked eager": 20, "per-frame tf.function": 20,

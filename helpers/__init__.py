@@ -1,56 +1,29 @@
-"""Gradient Clinic helpers: the plumbing the notebooks share.
+"""Gradient Clinic helpers: the library the notebooks share, one subpackage per concept.
 
-Importing this package keeps TensorFlow's start-up log lines out of notebooks and tests:
+From the bottom layer up (``pyproject.toml`` holds the layers as import contracts):
 
-* it sets ``TF_CPP_MIN_LOG_LEVEL=3`` and ``TF_ENABLE_ONEDNN_OPTS=0`` (values already in the
-  environment are kept). Both are needed (``probes/probe_tf_log_noise.sh``); the second
-  also makes CPU results reproducible across machines;
-* it imports TensorFlow once with the process's stderr captured, and writes back every line
-  except two known, harmless ones. On a machine that has the CUDA toolkit but no GPU driver,
-  TensorFlow 2.21 logs ``cudart_stub.cc ... Could not find cuda drivers`` through absl
-  before any log level applies (``probes/probe_tf_log_noise.sh`` measures this).
+* ``course``: plumbing every notebook uses: printing numbers, HTML tables, short
+  tracebacks, reproducibility, argument checks. Imports no TensorFlow.
+* ``audio``: sound in and out: I/O, the STFT, synthesis, noise, per-frame labels, the course
+  clips and the classical baselines.
+* ``diagnosis``: where gradients are ``None``, zero or NaN: the gradient report, why a
+  gradient is ``None``, the pictures, and the locator (``GradientProbe``).
+* ``recurrence``: the GRU question's track: threading state through a step model (``unroll``).
+* ``voicing``: the voicing-loss question's track: its per-frame loss and the masked fix.
+* ``models``: the denoisers the lessons train, how they run on audio, and one training step.
+* ``capstone`` and ``lab``: notebook 06's denoiser and its gradient lab.
+* ``exercises``: the checkers of every notebook's exercises.
 
-Import ``helpers`` (or any ``helpers.*`` module) before ``tensorflow``.
+``import helpers`` imports no TensorFlow. It sets ``TF_CPP_MIN_LOG_LEVEL=3`` and
+``TF_ENABLE_ONEDNN_OPTS=0`` (values already set are kept), and every subpackage that uses
+TensorFlow imports it first with ``helpers.course.quiet_tensorflow.import_tensorflow``, so
+its start-up log stays out of notebooks and tests. Import a ``helpers`` subpackage before
+``tensorflow``.
 """
 
 import os as _os
-import re as _re
-import sys as _sys
-import tempfile as _tempfile
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 __version__ = "0.1.0"
-
-_HARMLESS_STARTUP_LINES = _re.compile(
-    r"All log messages before absl::InitializeLog\(\) is called|"
-    r"cudart_stub\.cc:\d+\] Could not find cuda drivers"
-)
-
-
-def _import_tensorflow_quietly() -> None:
-    if "tensorflow" in _sys.modules:
-        return
-    _sys.stderr.flush()
-    try:
-        saved_fd = _os.dup(2)
-    except OSError:  # no usable file descriptor 2 (rare embedded interpreters)
-        import tensorflow  # noqa: F401
-
-        return
-    with _tempfile.TemporaryFile() as captured:
-        _os.dup2(captured.fileno(), 2)
-        try:
-            import tensorflow  # noqa: F401
-        finally:
-            _os.dup2(saved_fd, 2)
-            _os.close(saved_fd)
-            captured.seek(0)
-            text = captured.read().decode("utf-8", errors="replace")
-            kept = [line for line in text.splitlines() if not _HARMLESS_STARTUP_LINES.search(line)]
-            if kept:
-                _sys.stderr.write("\n".join(kept) + "\n")
-
-
-_import_tensorflow_quietly()

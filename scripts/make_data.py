@@ -20,9 +20,28 @@ import sys
 import tempfile
 from pathlib import Path
 
-import helpers  # noqa: F401  (quiet TensorFlow)
-from helpers.audio import SAMPLE_RATE, load_audio, save_audio
-from helpers.capstone_data import (
+import numpy as np
+
+from helpers.audio import (
+    DATA_DIR,
+    NOISE_FAMILIES,
+    REAL_CLIP,
+    SAMPLE_RATE,
+    SYNTHETIC_CLIPS,
+    ClipSpec,
+    formant_track,
+    labels_from_audio,
+    load_audio,
+    make_noise,
+    mix,
+    pitch_track,
+    random_utterance,
+    save_audio,
+    sha256,
+    synthesize,
+    write_frame_labels,
+)
+from helpers.capstone import (
     CAPSTONE_DIR,
     CAPSTONE_HELD_BACK_SECONDS,
     CAPSTONE_HELD_BACK_SEEDS,
@@ -36,11 +55,6 @@ from helpers.capstone_data import (
     held_back_noise_seed,
     real_labels_path,
 )
-from helpers.dataset import DATA_DIR, REAL_CLIP, SYNTHETIC_CLIPS, ClipSpec, sha256
-from helpers.label_measurement import formant_track, labels_from_audio, pitch_track
-from helpers.labels import write_frame_labels
-from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
-from helpers.synth import add_noise, synthesize
 
 SYNTHETIC_DIR = "synthetic"
 REAL_DIR = "cmu_arctic"
@@ -49,7 +63,9 @@ REAL_DIR = "cmu_arctic"
 def render(spec: ClipSpec, rendered: dict[str, object]):
     if spec.clean is None:
         return synthesize(list(spec.segments), seed=spec.seed)
-    return add_noise(rendered[spec.clean], spec.snr_db, seed=spec.seed)
+    clean = rendered[spec.clean]
+    white = np.random.default_rng(spec.seed).standard_normal(clean.shape)
+    return mix(clean, white, spec.snr_db)
 
 
 def write_tracks(wav: Path, out: Path) -> None:
@@ -131,7 +147,7 @@ def real_speech_entries(real_dir: Path) -> list[dict]:
                         "source": "CMU ARCTIC (see cmu_arctic/COPYING)",
                         "sha256": sha256(wav),
                         "labels": {"file": f"{REAL_DIR}/{labels.name}",
-                                   "measured_by": "helpers.label_measurement.labels_from_audio",
+                                   "measured_by": "helpers.audio.labels_from_audio",
                                    "sha256": sha256(labels)}})
     return entries
 
@@ -147,7 +163,7 @@ def _utterance_entry(root: Path, name: str, seed: int, seconds: float) -> dict:
 
 def build_capstone(root: Path) -> dict:
     """The capstone's clips: clean training utterances (training noise is made by
-    ``helpers.capstone_data.train_noise`` when training), clean held-back utterances and their
+    ``helpers.capstone.data.train_noise`` when training), clean held-back utterances and their
     mixtures with fresh noise of every family; and the SHA-256 of the shipped weights
     (made by ``scripts/train_capstone.py``, not here)."""
     (root / CAPSTONE_DIR).mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ included (a ``<details>`` block without Python code stays). The checkers and the
 in ``helpers.exercises``, so they work unchanged.
 
 Nothing is copied. The notebooks import ``helpers`` from the course environment (installed in
-editable mode), and ``helpers.dataset`` finds ``data/`` next to the ``helpers`` package, not
+editable mode), and ``helpers.audio.clips`` finds ``data/`` next to the ``helpers`` package, not
 from the working directory; so the student notebooks run from any folder with the course
 kernel.
 

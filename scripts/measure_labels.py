@@ -1,4 +1,4 @@
-"""How well ``helpers.label_measurement.labels_from_audio`` agrees with the known labels of every
+"""How well ``helpers.audio.labels_from_audio`` agrees with the known labels of every
 labelled clip in the course, with and without its voicing-decay rule.
 
     python scripts/measure_labels.py          # about half a minute
@@ -18,9 +18,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from helpers import capstone_data, dataset
-from helpers.label_measurement import labels_from_audio
-from helpers.noise import make_noise, mix
+from helpers.audio import clips, labels_from_audio, make_noise, mix
+from helpers.capstone import data as capstone_data
 
 SNR_DB = 5.0
 NOISE_SEEDS = (100, 101, 102)
@@ -28,11 +27,11 @@ NOISE_SEEDS = (100, 101, 102)
 
 def labelled_clips() -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
     """``(group, name, audio, known voicing)`` for every labelled clip."""
-    for name in dataset.clip_names():
-        if name != dataset.REAL_CLIP:
-            clip = dataset.load_clip(name)
+    for name in clips.clip_names():
+        if name != clips.REAL_CLIP:
+            clip = clips.load_clip(name)
             yield "synthetic", name, clip.audio, clip.labels.voicing
-    real = dataset.load_clip(dataset.REAL_CLIP)
+    real = clips.load_clip(clips.REAL_CLIP)
     yield "real", real.name, real.audio, real.labels.voicing
     for family in ("white", "pink"):
         for seed in NOISE_SEEDS:

@@ -15,7 +15,6 @@ import argparse
 import hashlib
 import sys
 
-import helpers  # noqa: F401  (quiet TensorFlow)
 from helpers.capstone import (
     SHIPPED_EXTRA_UTTERANCES,
     SHIPPED_NOISE_INSTANCES,
@@ -25,7 +24,7 @@ from helpers.capstone import (
     weights_bytes,
     weights_path,
 )
-from helpers.reproducibility import make_deterministic
+from helpers.course import make_deterministic
 
 
 def trained_bytes(loss: str, steps: int = SHIPPED_TRAIN_STEPS, clips: int | None = None,

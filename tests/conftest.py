@@ -22,8 +22,8 @@ def _close_figures():
 @pytest.fixture(scope="module")
 def clips():
     """Short voicing-loss examples: voiced, mixed (silence then /a/), unvoiced and silent."""
-    from helpers.dataset import excerpt, load_clip, make_example
-    from helpers.reproducibility import make_deterministic
+    from helpers.audio import excerpt, load_clip, make_example
+    from helpers.course import make_deterministic
 
     make_deterministic(0)
     vowel = load_clip("vowel_a")
@@ -43,6 +43,6 @@ def clips():
 def model():
     """The waveform denoiser of notebooks 03-04, from a fixed seed (test files that need
     another model define their own ``model`` fixture)."""
-    from helpers.denoiser import make_conv_denoiser
+    from helpers.models import make_conv_denoiser
 
     return make_conv_denoiser(seed=3)

@@ -20,8 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.probe import LOSS, VARIABLES, GradientProbe
+from helpers.diagnosis.probe import LOSS, VARIABLES, GradientProbe
 
 
 def _x(shape=(4, 6), seed=0):

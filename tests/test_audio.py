@@ -1,12 +1,11 @@
-"""helpers.audio: centred frames, the STFT pair (stft/istft), overlap-add, I/O and checks."""
+"""helpers.audio.signal: centred frames, the STFT pair (stft/istft), overlap-add, I/O and checks."""
 
 import librosa
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.audio import (
+from helpers.audio.signal import (
     FRAME_LENGTH,
     HOP_LENGTH,
     AudioError,
@@ -112,8 +111,8 @@ def test_stft_and_istft_are_differentiable_and_run_in_tf_function():
 
 @pytest.mark.parametrize("length", [100, 300, 4000])
 def test_a_mask_of_ones_gives_the_input_back(length):
-    """``helpers.denoiser.apply_masks``: the denoiser's synthesis path is this istft."""
-    from helpers.denoiser import apply_masks
+    """``helpers.models.apply_masks``: the denoiser's synthesis path is this istft."""
+    from helpers.models import apply_masks
 
     x = np.stack([NOISE[:length], NOISE[::-1][:length]])
     spectrum = stft(x)
@@ -231,3 +230,36 @@ def test_framing_and_stft_run_inside_tf_function():
                                stft_magnitude(NOISE).numpy(), atol=1e-6)
     with pytest.raises(AudioError, match="shape"):  # shape checks still apply while tracing
         magnitude(tf.zeros((2, 2, 10)))
+
+
+def test_level_change_db_over_chosen_frames_and_pooled():
+    from helpers.audio import frame_energies, level_change_db, num_frames
+
+    rng = np.random.default_rng(0)
+    clip = rng.normal(size=16000) * 0.1
+    every = np.ones(num_frames(16000), bool)
+    assert level_change_db(clip, 0.5 * clip, every) == pytest.approx(20 * np.log10(0.5))
+    first = np.zeros_like(every)
+    first[:10] = True
+    quieter_start = clip.copy()
+    quieter_start[: 9 * 256] *= 0.1  # frames 0-8 wholly, frame 9 half
+    assert level_change_db(clip, quieter_start, first) < -10
+    assert abs(level_change_db(clip, quieter_start, ~first)) < 0.1
+    # pooled: energies add up before the ratio, not the dB values
+    loud, quiet = clip, 0.01 * clip
+    pooled = level_change_db([loud, quiet], [loud, np.zeros_like(quiet)], [every, every])
+    total = frame_energies(loud).sum() + frame_energies(quiet).sum()
+    assert pooled == pytest.approx(10 * np.log10(frame_energies(loud).sum() / total))
+
+
+@pytest.mark.parametrize("frames, match", [
+    (np.zeros(63, bool), "with energy before"),
+    (np.ones(10, bool), "boolean mask of the clip's 63 frames"),
+    (np.ones(63, int), "boolean mask"),
+])
+def test_level_change_db_refuses_frames_that_do_not_fit(frames, match):
+    from helpers.audio import level_change_db
+
+    clip = np.random.default_rng(1).normal(size=16000)
+    with pytest.raises(ValueError, match=match):
+        level_change_db(clip, clip, frames)

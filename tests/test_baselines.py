@@ -1,20 +1,20 @@
-"""helpers.baselines: SI-SDR, the classical filters and their bad inputs."""
+"""helpers.audio.baselines: SI-SDR, the classical filters and their bad inputs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from helpers import baselines
-from helpers.audio import AudioError
-from helpers.baselines import (
+from helpers.audio import (
+    AudioError,
+    baselines,
     best_setting,
     lowpass,
     si_sdr,
     spectral_subtraction,
     stoi,
 )
-from helpers.capstone_data import held_back_mixtures
+from helpers.capstone import held_back_mixtures
 
 
 def test_si_sdr_is_scale_invariant_and_ranks_cleaner_higher():

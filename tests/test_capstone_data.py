@@ -1,4 +1,4 @@
-"""helpers.capstone_data: the capstone's split by utterance and by noise instance (held-back,
+"""helpers.capstone.data: the capstone's split by utterance and by noise instance (held-back,
 wider, validation and extra training data are disjoint from training), and bad arguments."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 from scipy import signal
 
 from helpers import capstone
-from helpers.capstone_data import (
+from helpers.audio import NOISE_FAMILIES
+from helpers.capstone.data import (
     CAPSTONE_HELD_BACK_SEEDS,
     CAPSTONE_TRAIN_SEEDS,
     EXTRA_TRAIN_SEEDS,
@@ -25,7 +26,6 @@ from helpers.capstone_data import (
     real_validation_mixtures,
     train_noise,
 )
-from helpers.noise import NOISE_FAMILIES
 
 
 def test_held_back_set_is_split_by_utterance_and_by_noise_instance():
@@ -66,7 +66,7 @@ def test_training_talkers_cover_the_f0_range_of_the_held_back_ones():
 
 
 def test_the_wider_held_back_set_is_disjoint_from_training_and_from_the_shipped_one():
-    from helpers.capstone_data import (
+    from helpers.capstone.data import (
         HELD_BACK_NOISE_SEED,
         WIDER_HELD_BACK_SEEDS,
         WIDER_NOISE_SEED,
@@ -89,7 +89,7 @@ def test_the_wider_held_back_set_is_disjoint_from_training_and_from_the_shipped_
 
 
 def test_the_validation_set_is_disjoint_from_training_and_both_held_back_sets():
-    from helpers.capstone_data import (
+    from helpers.capstone.data import (
         HELD_BACK_NOISE_SEED,
         VALIDATION_NOISE_SEED,
         VALIDATION_SEEDS,
@@ -116,7 +116,7 @@ def test_the_validation_set_is_disjoint_from_training_and_both_held_back_sets():
 
 
 def test_the_offline_runs_extra_training_data_is_disjoint_from_every_held_back_set():
-    from helpers.capstone_data import VALIDATION_SEEDS, WIDER_HELD_BACK_SEEDS
+    from helpers.capstone.data import VALIDATION_SEEDS, WIDER_HELD_BACK_SEEDS
 
     held_back = set(CAPSTONE_HELD_BACK_SEEDS) | set(WIDER_HELD_BACK_SEEDS) | set(VALIDATION_SEEDS)
     assert not set(EXTRA_TRAIN_SEEDS) & (held_back | set(CAPSTONE_TRAIN_SEEDS))

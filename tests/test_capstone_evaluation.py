@@ -1,4 +1,4 @@
-"""helpers.capstone_evaluation: the checks notebook 06 asserts, and that the question's loss
+"""helpers.capstone.evaluation: the checks notebook 06 asserts, and that the question's loss
 fails them."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from helpers import capstone
-from helpers.capstone_data import held_back_mixtures
+from helpers.capstone import held_back_mixtures
 
 
 @pytest.fixture(scope="module")
 def models():
-    return {"question-loss model": capstone.train_denoiser("seed"),
+    return {"question-loss model": capstone.train_denoiser("question"),
             "masked-loss model": capstone.train_denoiser("masked")}
 
 
@@ -21,7 +21,7 @@ def comparison(models):
 
 
 def test_the_question_loss_fails_the_silent_gradient_check_the_masked_loss_passes():
-    assert capstone.silent_gradient_norm("seed") == 0.0  # zeros inside tf.function
+    assert capstone.silent_gradient_norm("question") == 0.0  # zeros inside tf.function
     assert capstone.silent_gradient_norm("masked") > 0.0
 
 
@@ -43,7 +43,8 @@ def test_ablation_rows_give_each_set_its_mean_si_sdr_and_level_on_pauses():
     mixtures = held_back_mixtures()[:5]
     outputs = {"noisy input": [m.audio for m in mixtures],
                "half as loud": [0.5 * m.audio for m in mixtures]}
-    rows = capstone.ablation_rows({"synthetic": capstone.Comparison(mixtures, outputs, {})})
+    comparison = capstone.evaluation.Comparison(mixtures, outputs, {})
+    rows = capstone.ablation_rows({"synthetic": comparison})
     assert set(rows) == set(outputs)
     assert rows["half as loud"]["synthetic silent"] == pytest.approx(-6.02, abs=0.01)
     # SI-SDR is scale-invariant: turning everything down changes nothing
@@ -58,8 +59,8 @@ def test_goal_margins_and_family_margins_measure_against_the_named_systems():
                "question-loss model": [m.audio for m in mixtures],
                "masked-loss model": [0.5 * m.audio for m in mixtures]}
     outputs.update({name: [m.audio for m in mixtures] for name in capstone.CLASSICAL})
-    comparison = capstone.Comparison(mixtures, outputs, {})
-    margins = capstone.goal_margins(comparison)
+    comparison = capstone.evaluation.Comparison(mixtures, outputs, {})
+    margins = capstone.evaluation.goal_margins(comparison)
     # half as loud everywhere: the same SI-SDR, 6 dB quieter on pauses
     assert margins["over input"] == pytest.approx(0.0, abs=1e-6)
     assert margins["over the question-loss model"] == pytest.approx(0.0, abs=1e-6)

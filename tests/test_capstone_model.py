@@ -1,4 +1,4 @@
-"""helpers.capstone_model: the shipped weights (checked by SHA-256), train_denoiser and
+"""helpers.capstone.model: the shipped weights (checked by SHA-256), train_denoiser and
 denoise, and their bad arguments."""
 
 from __future__ import annotations
@@ -9,17 +9,16 @@ import numpy as np
 import pytest
 
 from helpers import capstone
-from helpers.audio import AudioError
-from helpers.capstone_data import (
+from helpers.audio import DATA_DIR, AudioError
+from helpers.capstone import (
     capstone_manifest,
     held_back_mixtures,
 )
-from helpers.dataset import DATA_DIR
 
 
 @pytest.fixture(scope="module")
 def models():
-    return {"question-loss model": capstone.train_denoiser("seed"),
+    return {"question-loss model": capstone.train_denoiser("question"),
             "masked-loss model": capstone.train_denoiser("masked")}
 
 
@@ -48,15 +47,19 @@ def test_denoise_keeps_the_length_and_refuses_bad_input(models):
         capstone.denoise(model, noisy, sample_rate=8000)
     with pytest.raises(AudioError, match="at least 256"):
         capstone.denoise(model, noisy[:100])
-    with pytest.raises(TypeError, match="model must be a Keras model with two inputs"):
+    with pytest.raises(TypeError, match="expected a Keras model"):
         capstone.denoise("model", noisy)
 
 
 def test_train_denoiser_bad_arguments():
-    with pytest.raises(ValueError, match="loss must be one of 'masked', 'seed', 'masked_bare'"):
+    with pytest.raises(ValueError, match="loss must be one of 'masked', 'question', 'masked_bare'"):
         capstone.train_denoiser("mse")
     with pytest.raises(ValueError, match="seed must be an integer"):
         capstone.train_denoiser("masked", seed=0.5)
+    with pytest.raises(ValueError, match="weights must be one of 'shipped', 'train'"):
+        capstone.train_denoiser("masked", weights="seed")
+    with pytest.raises(ValueError, match="trained from seed 0; got seed=1.*weights='train'"):
+        capstone.train_denoiser("masked", seed=1)
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         capstone.train("masked", steps=0)
     # extra utterances come in batches of the training set's size: a remainder would be

@@ -1,4 +1,4 @@
-"""helpers.capstone_recipe: the training script's reproducibility on a tiny configuration, and
+"""helpers.capstone.recipe: the training script's reproducibility on a tiny configuration, and
 the masked loss's voiced term."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 
 from helpers import capstone
-from helpers.capstone_data import (
+from helpers.capstone import (
     held_back_mixtures,
 )
 
@@ -24,18 +24,18 @@ def test_training_script_reproduces_weights_on_a_tiny_configuration():
     tiny = {"steps": 2, "clips": 1, "extra_utterances": 1, "noise_instances": 2}
     first = script.trained_bytes("masked", **tiny)
     assert first == script.trained_bytes("masked", **tiny)
-    assert first != capstone.weights_bytes(capstone.make_capstone_model(0))  # it trained
+    assert first != capstone.weights_bytes(capstone.recipe.make_capstone_model(0))  # it trained
 
 
 def test_the_capstone_masked_loss_also_scores_voiced_frames():
-    from helpers.voicing_loss import magnitudes, masked_loss_on_magnitudes
+    from helpers.voicing import magnitudes, masked_loss_on_magnitudes
 
     mixture = held_back_mixtures()[0]
     ref_mag, est_mag = magnitudes(mixture.clean, mixture.audio)
-    value = float(capstone.loss_on_magnitudes("masked", ref_mag, est_mag, mixture.labels))
+    value = float(capstone.recipe.loss_on_magnitudes("masked", ref_mag, est_mag, mixture.labels))
     assert capstone.CAPSTONE_VOICED_WEIGHT > 0
     assert value == float(masked_loss_on_magnitudes(ref_mag, est_mag, mixture.labels,
                                                     capstone.CAPSTONE_SILENCE_WEIGHT,
                                                     voiced_weight=capstone.CAPSTONE_VOICED_WEIGHT))
-    assert value > float(capstone.loss_on_magnitudes("masked", ref_mag, est_mag,
+    assert value > float(capstone.recipe.loss_on_magnitudes("masked", ref_mag, est_mag,
                                                      mixture.labels, voiced_weight=0.0))

@@ -1,4 +1,4 @@
-"""helpers.checks: the argument checks every helper shares, and the errors they raise."""
+"""helpers.course.checks: the argument checks every helper shares, and the errors they raise."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from helpers.checks import check_choice, check_int, check_step_model, is_int
-from helpers.denoiser import make_conv_denoiser, make_gru_step_model
+from helpers.course.checks import check_choice, check_int, is_int
+from helpers.models import make_conv_denoiser, make_gru_step_model
+from helpers.recurrence import check_step_model
 
 
 def test_is_int_takes_python_and_numpy_integers_but_not_bools_or_floats():

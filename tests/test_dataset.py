@@ -1,4 +1,4 @@
-"""data/ and helpers.dataset: the manifest, every clip and the real clip, and the pieces of
+"""data/ and helpers.audio.clips: the manifest, every clip and the real clip, and the pieces of
 clips the notebooks train on (crop, excerpt, make_example, batch_of, noisy_crops)."""
 
 import importlib.util
@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
 from helpers.audio import (
     FRAME_LENGTH,
     HOP_LENGTH,
     SAMPLE_RATE,
+    LabelError,
     istft,
+    labels_from_audio,
     snr_db,
     stft,
     stft_magnitude,
 )
-from helpers.capstone_data import capstone_manifest
-from helpers.dataset import (
+from helpers.audio.clips import (
     DATA_DIR,
     NOISE_RMS,
     REAL_CLIP,
@@ -37,11 +37,8 @@ from helpers.dataset import (
     read_manifest,
     sha256,
 )
-from helpers.gradients import max_abs_diff
-from helpers.label_measurement import labels_from_audio
-from helpers.labels import (
-    LabelError,
-)
+from helpers.capstone import capstone_manifest
+from helpers.diagnosis import max_abs_diff
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
-"""helpers.denoiser: the GRU step model, the conv denoiser, ``apply_masks``, ``enhance`` and
-``enhance_numpy`` for both, and the claims notebooks 01 and 02 make about the GRU question's
+"""helpers.models.denoisers: the GRU step model, the conv denoiser, ``apply_masks``, ``enhance`` and
+``denoise`` for both, and the claims notebooks 01 and 02 make about the GRU question's
 own loop (its ``tf.Variable`` state)."""
 
 from __future__ import annotations
@@ -9,25 +9,31 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.audio import FRAME_LENGTH, HOP_LENGTH, AudioError, num_frames, stft
-from helpers.dataset import batch_of, load_clip
-from helpers.denoiser import (
+from helpers.audio import (
+    FRAME_LENGTH,
+    HOP_LENGTH,
+    AudioError,
+    batch_of,
+    load_clip,
+    num_frames,
+    stft,
+)
+from helpers.course import make_deterministic
+from helpers.diagnosis import gradient_report, max_abs_diff
+from helpers.models.denoisers import (
     BINS,
     GRU_UNITS,
     Gain,
     LogMagnitude,
     apply_masks,
+    denoise,
     denoising_loss,
     enhance,
-    enhance_numpy,
     is_step_model,
     make_conv_denoiser,
     make_gru_step_model,
 )
-from helpers.gradients import gradient_report, max_abs_diff
-from helpers.gru_state import zero_state
-from helpers.reproducibility import make_deterministic
+from helpers.recurrence import zero_state
 
 RNG = np.random.default_rng(3)
 AUDIO = (0.1 * RNG.standard_normal(3000)).astype(np.float32)
@@ -179,14 +185,18 @@ def test_enhance_and_denoise_keep_the_length(step_model, waveform_model, kind, l
     enhanced = enhance(model, audio)
     assert isinstance(enhanced, tf.Tensor) and enhanced.shape == (length,)
     assert enhanced.dtype == tf.float32
-    denoised = enhance_numpy(model, audio)
+    if length < HOP_LENGTH:
+        with pytest.raises(AudioError, match=f"expected at least {HOP_LENGTH}"):
+            denoise(model, audio)
+        return
+    denoised = denoise(model, audio)
     assert isinstance(denoised, np.ndarray) and denoised.shape == (length,)
     np.testing.assert_array_equal(denoised, enhanced.numpy())
 
 
 def test_step_model_enhance_is_stft_unroll_apply_masks(step_model):
     """``enhance`` of a step model: its masks, on the noisy STFT, back to audio."""
-    from helpers.gru_state import unroll
+    from helpers.recurrence import unroll
 
     spectrum = stft(AUDIO)[tf.newaxis]
     masks, _ = unroll(step_model, tf.abs(spectrum))
@@ -196,8 +206,8 @@ def test_step_model_enhance_is_stft_unroll_apply_masks(step_model):
 
 
 def test_chunked_enhance_has_the_same_output(step_model):
-    np.testing.assert_allclose(enhance_numpy(step_model, AUDIO, chunk_size=4),
-                               enhance_numpy(step_model, AUDIO), atol=1e-6)
+    np.testing.assert_allclose(denoise(step_model, AUDIO, chunk_size=4),
+                               denoise(step_model, AUDIO), atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["step", "waveform"])
@@ -240,7 +250,7 @@ def test_enhance_rejects_bad_audio(step_model, waveform_model, kind, bad, error,
     with pytest.raises(error, match=match):
         enhance(model, bad)
     with pytest.raises(error, match=match):
-        enhance_numpy(model, bad)
+        denoise(model, bad)
 
 
 def test_a_step_model_in_a_tf_function_traced_for_any_length(step_model):
@@ -323,7 +333,7 @@ def test_variable_assign_truncates_silently(step_model, question_inputs):
 
 
 def test_frame_denoiser_is_tiny_and_repeatable():
-    from helpers.denoiser import make_dense_frame_denoiser
+    from helpers.models import make_dense_frame_denoiser
 
     model = make_dense_frame_denoiser()
     assert [tuple(v.shape) for v in model.trainable_variables] == [

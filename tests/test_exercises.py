@@ -96,8 +96,8 @@ def _skip_step(*decision: str) -> str:
 import numpy as np
 import tensorflow as tf
 
-from helpers.denoiser import enhance
-from helpers.voicing_loss import EPSILON, cond_loop_voicing_loss
+from helpers.models import enhance
+from helpers.voicing import EPSILON, cond_loop_voicing_loss
 
 
 def train_step_or_skip(model, optimizer, example):
@@ -143,7 +143,7 @@ def gradient_status(gradient):
     "helpers.exercises.gru_state:check_sequence_loss": '''
 import tensorflow as tf
 
-from helpers.denoiser import apply_masks
+from helpers.models import apply_masks
 
 
 def sequence_loss(step_model, noisy_spectrum, clean_audio):
@@ -243,7 +243,7 @@ def silence_term(reference, estimate, labels):
 _CARRIED_THROUGH = '''
 import tensorflow as tf
 
-from helpers.gru_state import unroll
+from helpers.recurrence import unroll
 
 
 def stream_denoise(step_model, chunks):
@@ -262,7 +262,7 @@ def _sequence_loss(*body: str, start: str = "tf.zeros((1, step_model.inputs[1].s
     return f'''
 import tensorflow as tf
 
-from helpers.denoiser import apply_masks, denoising_loss
+from helpers.models import apply_masks, denoising_loss
 
 
 def sequence_loss(step_model, noisy_spectrum, clean_audio):
@@ -350,7 +350,7 @@ def gradient_status(gradient):
         "waits for every chunk, then unrolls everything (chunking ignored)": '''
 import tensorflow as tf
 
-from helpers.gru_state import unroll
+from helpers.recurrence import unroll
 
 
 def stream_denoise(step_model, chunks):
@@ -360,7 +360,7 @@ def stream_denoise(step_model, chunks):
         "recomputes the whole prefix for every chunk": '''
 import tensorflow as tf
 
-from helpers.gru_state import unroll
+from helpers.recurrence import unroll
 
 
 def stream_denoise(step_model, chunks):
@@ -374,7 +374,7 @@ def stream_denoise(step_model, chunks):
         "each chunk starts from zeros": '''
 import tensorflow as tf
 
-from helpers.gru_state import unroll
+from helpers.recurrence import unroll
 
 
 def stream_denoise(step_model, chunks):
@@ -390,7 +390,7 @@ def stream_denoise(step_model, chunks):
         "drops the last, shorter chunk": '''
 import tensorflow as tf
 
-from helpers.gru_state import unroll
+from helpers.recurrence import unroll
 
 
 def stream_denoise(step_model, chunks):
@@ -853,8 +853,7 @@ def test_silence_term_checker_names_the_mixed_clip_mistakes():
     import numpy as np
     import tensorflow as tf
 
-    from helpers.audio import frame
-    from helpers.dataset import clip_excerpt
+    from helpers.audio import clip_excerpt, frame
     from helpers.exercises.capstone import (
         MIXED_CLIP,
         _relabelled,
@@ -895,3 +894,46 @@ def test_checker_box_colours_come_from_the_jupyterlab_theme():
     assert "var(--jp-error-color1, #b2182b)" in not_yet and "success-color" not in not_yet
     for box in (solved, not_yet):
         assert not re.search(r"color:\s*#|solid #", box), box  # no colour without its variable
+
+
+# --- who is to blame: the learner's code or the checker ------------------------------------
+
+
+def test_an_error_in_the_learners_code_is_the_learners():
+    from helpers.exercises import run_check
+
+    def learner(x):
+        return {"a": 1}[x]  # KeyError for anything but "a"
+
+    result = run_check("Exercise", learner, lambda fn: (fn("b") == 1, "ok"), "a hint")
+    assert not result.passed
+    assert result.message == "Your code raised KeyError: 'b'" and result.hint == "a hint"
+
+
+def test_an_error_in_a_graph_the_learner_built_is_the_learners():
+    import tensorflow as tf
+
+    from helpers.exercises import run_check
+
+    def learner(values):
+        return tf.gather(values, 5)  # out of range on a CPU: raised when the graph runs
+
+    def check(fn):
+        graph = tf.function(fn)
+        return float(graph(tf.constant([1.0, 2.0]))) > 0, "ok"
+
+    result = run_check("Exercise", learner, check, "a hint")
+    assert not result.passed and result.message.startswith("Your code raised InvalidArgumentError")
+
+
+def test_an_error_in_the_checkers_own_code_is_the_checkers():
+    from helpers.exercises import run_check
+
+    def check(fn):
+        value = fn(2)
+        return {}["missing"] == value, "never reached"  # the checker's own bug
+
+    result = run_check("Exercise", lambda x: x * 2, check, "a hint")
+    assert not result.passed
+    assert result.message == "The checker failed (please report): KeyError: 'missing'"
+    assert "Your code" not in repr(result) and "not in your code" in result.hint

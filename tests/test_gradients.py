@@ -1,4 +1,4 @@
-"""helpers.gradients: the gradient report, ``gradients_of`` and ``max_abs_diff``. How the
+"""helpers.diagnosis.report: the gradient report, ``gradients_of`` and ``max_abs_diff``. How the
 report prints its norms (``~0``, ``0``) is in tests/test_printing.py."""
 
 import html
@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.gradients import GradientReport, gradient_report, gradients_of, max_abs_diff
+from helpers.diagnosis import GradientReport, gradient_report, gradients_of, max_abs_diff
 
 
 def _grads(loss_fn, variables):
@@ -248,7 +247,7 @@ def test_headers_and_shapes_never_wrap(variables):
 
 @pytest.mark.parametrize("traced", [False, True])
 def test_op_gradient_tells_none_zero_ok_and_a_missing_registration(traced):
-    from helpers.gradients import op_gradient
+    from helpers.diagnosis import op_gradient
 
     w = tf.Variable([0.4, -1.3, 2.6])
     assert op_gradient(tf.round, w, traced).status == "none"
@@ -263,7 +262,7 @@ def test_op_gradient_tells_none_zero_ok_and_a_missing_registration(traced):
 
 
 def test_op_gradient_rejects_bad_inputs():
-    from helpers.gradients import op_gradient
+    from helpers.diagnosis import op_gradient
 
     with pytest.raises(TypeError, match="function of one tensor"):
         op_gradient("tf.round", tf.Variable([1.0]))

@@ -1,6 +1,6 @@
-"""helpers.gru_state: ``unroll`` (eager, tf.function, chunked) and the references it is checked
+"""helpers.recurrence: ``unroll`` (eager, tf.function, chunked) and the references it is checked
 against (``reference_loop``, ``keras_rnn_reference``), run over the step model of
-``helpers.denoiser`` on magnitude frames. The claims about the question's own loop (a
+``helpers.models.denoisers`` on magnitude frames. The claims about the question's own loop (a
 ``tf.Variable`` state, a NumPy output helper) are in tests/test_denoiser.py."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.audio import FRAME_LENGTH, stft
-from helpers.dataset import load_clip
-from helpers.denoiser import make_gru_step_model
-from helpers.gradients import max_abs_diff
-from helpers.gru_state import (
+from helpers.audio import FRAME_LENGTH, load_clip, stft
+from helpers.course import make_deterministic
+from helpers.diagnosis import max_abs_diff
+from helpers.models import make_gru_step_model
+from helpers.recurrence.loop import (
     frame_size,
     keras_rnn_reference,
     reference_loop,
@@ -23,7 +22,6 @@ from helpers.gru_state import (
     unroll,
     zero_state,
 )
-from helpers.reproducibility import make_deterministic
 
 UNITS, FEATURES, STEPS, BATCH = 6, 32, 10, 2
 

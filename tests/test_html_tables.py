@@ -1,4 +1,4 @@
-"""helpers.html_tables: one table style for the report, the locator's verdict and the lab, and
+"""helpers.course.tables: one table style for the report, the locator's verdict and the lab, and
 status colours taken from JupyterLab's theme (CSS variables with a fallback), never hard-coded:
 the rendered HTML of all three is checked here."""
 
@@ -9,8 +9,7 @@ import re
 
 import pytest
 
-from helpers.gradients import STATUSES, GradientReport, GradientRow
-from helpers.html_tables import (
+from helpers.course.tables import (
     STATUS_COLOURS,
     TABLE_CLASS,
     code_html,
@@ -18,21 +17,21 @@ from helpers.html_tables import (
     html_table,
     status_html,
 )
-from helpers.probe.location import Location, MarkResult
-from helpers.widgets import LAB_CSS, lab_table, text_html
+from helpers.diagnosis.probe.location import Location, MarkResult
+from helpers.diagnosis.report import STATUSES, GradientReport, GradientRow
+from helpers.lab.view import LAB_CSS, lab_table, text_html
 
 THEME_VARIABLE = r"var\(--jp-[a-z0-9-]+, #[0-9a-f]{6}\)"
 
 
-def test_the_status_colours_are_jupyterlabs_variables_with_fallbacks():
-    assert STATUS_COLOURS == {
-        "ok": "var(--jp-success-color1, #1b7837)",
-        "zero": "var(--jp-warn-color1, #6a51a3)",
-        "nonfinite": "var(--jp-error-color1, #b2182b)",
-        "none": "var(--jp-ui-font-color2, #555555)",
-        "error": "var(--jp-error-color1, #b2182b)",
-    }
-    assert set(STATUSES) < set(STATUS_COLOURS)
+def test_tables_and_plots_share_one_colour_per_status():
+    from helpers.diagnosis.plots import STYLE
+
+    for status in STATUSES:
+        assert re.fullmatch(THEME_VARIABLE, STATUS_COLOURS[status]), STATUS_COLOURS[status]
+        fallback = STATUS_COLOURS[status].rsplit(" ", 1)[1].rstrip(")")
+        assert STYLE[status]["color"] == fallback, status
+    assert STATUS_COLOURS["ok"] != STATUS_COLOURS["none"] != STATUS_COLOURS["zero"]
 
 
 def test_a_table_keeps_headers_and_cells_on_one_line_except_the_wrap_columns():

@@ -1,5 +1,5 @@
-"""helpers.lab: the gradient lab's settings and computation without its view (the view,
-``helpers.widgets.GradientLab``, is tested in test_widgets.py)."""
+"""helpers.lab.computation: the gradient lab's settings and computation without its view (the view,
+``helpers.lab.GradientLab``, is tested in test_widgets.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.lab import LabComputation, apply_policy
-from helpers.lab_settings import LAB_CLIPS
+from helpers.lab.computation import LabComputation, apply_policy
+from helpers.lab.settings import LAB_CLIPS
 
 
 @pytest.fixture(scope="module")
@@ -31,5 +31,5 @@ def test_apply_policy_turns_none_into_zeros_only_for_zeros():
     zeros = apply_policy(grads, variables, "zeros")
     assert zeros[0].shape == (2, 3) and not np.any(zeros[0].numpy()) and zeros[1] is grads[1]
     assert apply_policy(grads, variables, "skip") == grads
-    with pytest.raises(ValueError, match="policy must be one of 'None', 'zeros', 'skip'"):
+    with pytest.raises(ValueError, match="policy must be one of 'keep', 'zeros', 'skip'"):
         apply_policy(grads, variables, "ignore")

@@ -1,4 +1,4 @@
-"""helpers.lab_settings: the gradient lab's clips, losses, knobs and one setting of its
+"""helpers.lab.settings: the gradient lab's clips, losses, knobs and one setting of its
 controls (bad input to the lab as a whole is tested in test_widgets.py)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.dataset import ClipExcerpt
-from helpers.lab_settings import LAB_LOSSES, lab_examples, loss_knobs, make_setting
+from helpers.audio import ClipExcerpt
+from helpers.lab.settings import LAB_LOSSES, lab_examples, loss_knobs, make_setting
 
 
 def test_a_setting_keeps_only_the_knobs_its_loss_takes():

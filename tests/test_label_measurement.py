@@ -1,4 +1,4 @@
-"""helpers.label_measurement.labels_from_audio on real and noisy audio: silence relative to
+"""helpers.audio.labels_from_audio on real and noisy audio: silence relative to
 the clip's own noise floor, with hysteresis; the confusion table notebook 07 prints. The
 figures on arctic_a0009 are fitted to it (the decay rule was written from its disagreements):
 these tests pin the fit, they do not test the rule on a clip it was not written from."""
@@ -8,8 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.dataset import REAL_CLIP, load_clip
-from helpers.label_measurement import (
+from helpers.audio import (
+    REAL_CLIP,
+    FrameLabels,
+    LabelError,
+    Voicing,
+    confusion,
+    frames_from_boundary,
+    load_clip,
+    mix,
+)
+from helpers.audio.labels import (
     MEASURED_SWITCH_PROB,
     PYIN_SWITCH_PROB,
     labels_from_audio,
@@ -17,8 +26,6 @@ from helpers.label_measurement import (
     speech_frames,
     trim_voicing_decay,
 )
-from helpers.labels import FrameLabels, LabelError, Voicing, confusion, frames_from_boundary
-from helpers.noise import mix
 
 
 def test_speech_frames_uses_the_floor_and_hysteresis():

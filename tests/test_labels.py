@@ -1,20 +1,17 @@
-"""helpers.labels: labels by construction and from a phone alignment, FrameLabels' own checks,
+"""helpers.audio.labels: labels by construction and from a phone alignment, FrameLabels' own checks,
 slicing, and stored labels."""
 
 import numpy as np
 import pytest
 
-import helpers  # noqa: F401
 from helpers.audio import (
-    HOP_LENGTH,
-    SAMPLE_RATE,
-)
-from helpers.dataset import (
     DATA_DIR,
+    HOP_LENGTH,
     REAL_CLIP,
+    SAMPLE_RATE,
     load_clip,
 )
-from helpers.labels import (
+from helpers.audio.labels import (
     FrameLabels,
     LabelError,
     Voicing,
@@ -24,7 +21,7 @@ from helpers.labels import (
     read_phone_alignment,
     write_frame_labels,
 )
-from helpers.synth import fricative, silence, vowel
+from helpers.audio.synth import fricative, silence, vowel
 
 
 def test_labels_by_construction_follow_frame_centres():

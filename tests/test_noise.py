@@ -1,12 +1,11 @@
-"""helpers.noise: every family reproducible from a seed, with the spectrum it claims; mix."""
+"""helpers.audio.noise: every family reproducible from a seed, with the spectrum it claims; mix."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from helpers.audio import AudioError
-from helpers.noise import NOISE_FAMILIES, make_noise, mix, random_utterance
+from helpers.audio import NOISE_FAMILIES, AudioError, make_noise, mix, random_utterance
 
 N = 32000
 

@@ -1,4 +1,4 @@
-"""helpers.plots: gradient-report pictures, the state-gradient curves and the spectrogram."""
+"""helpers.diagnosis.plots: gradient-report pictures, state-gradient curves, the spectrogram."""
 
 import math
 
@@ -9,12 +9,8 @@ import tensorflow as tf
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-import helpers  # noqa: F401
-from helpers.audio import AudioError, num_frames, stft_magnitude
-from helpers.dataset import load_clip
-from helpers.gradients import GradientReport, GradientRow, gradient_report
-from helpers.labels import LabelError
-from helpers.plots import (
+from helpers.audio import AudioError, LabelError, load_clip, num_frames, stft_magnitude
+from helpers.diagnosis.plots import (
     HEATMAP_KEY,
     HEATMAP_WIDTH,
     PATH_COLOURS,
@@ -26,6 +22,7 @@ from helpers.plots import (
     plot_state_gradients,
     status_gid,
 )
+from helpers.diagnosis.report import GradientReport, GradientRow, gradient_report
 
 MIXED = GradientReport([
     GradientRow("dense/kernel", (3, 2), "ok", 0.5),
@@ -197,7 +194,8 @@ def test_real_gradients_plot():
     (None, ValueError, "needs at least one report"),
 ])
 def test_bad_inputs(bad, history_error, history_match):
-    with pytest.raises(TypeError, match="expected a GradientReport from helpers.gradients"):
+    expected = "expected a GradientReport from helpers.diagnosis.gradient_report"
+    with pytest.raises(TypeError, match=expected):
         plot_gradient_norms(bad)
     with pytest.raises(history_error, match=history_match):
         plot_norm_history(bad if bad is not None else [])

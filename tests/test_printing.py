@@ -1,4 +1,4 @@
-"""helpers.printing: teaching quantities get a few digits, roundoff quantities get a bound,
+"""helpers.course.printing: teaching quantities get a few digits, roundoff quantities get a bound,
 and the gradient report prints a roundoff norm as ``~0`` (never as processor-dependent digits).
 """
 
@@ -8,9 +8,8 @@ import re
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.gradients import GradientReport, GradientRow, gradient_report
-from helpers.printing import ROUNDOFF_FLOOR, bound_text, norm_text, sig
+from helpers.course.printing import ROUNDOFF_FLOOR, bound_text, norm_text, sig
+from helpers.diagnosis.report import GradientReport, GradientRow, gradient_report
 
 # --- sig --------------------------------------------------------------------------------------
 

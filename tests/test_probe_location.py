@@ -1,4 +1,4 @@
-"""helpers.probe.location: the verdict's words and picture. Every note and every line the
+"""helpers.diagnosis.probe.location: the verdict's words and picture. Every note and every line the
 probe can print has a program that triggers it and a close one where it must not appear
 (no note unless it is true); ``Location.plot()`` draws what the verdict says."""
 
@@ -13,10 +13,9 @@ import pytest
 import tensorflow as tf
 from matplotlib.colors import to_hex
 
-import helpers  # noqa: F401
-from helpers.html_tables import TABLE_CLASS, status_html
-from helpers.plots import PATH_COLOURS
-from helpers.probe import GradientProbe
+from helpers.course.tables import TABLE_CLASS, status_html
+from helpers.diagnosis import GradientProbe
+from helpers.diagnosis.plots import PATH_COLOURS
 
 
 def _x(shape=(4, 6), seed=0):

@@ -1,4 +1,4 @@
-"""helpers.probe.marks: what a mark is, the module-level ``mark`` for model code (defect 8
+"""helpers.diagnosis.probe.marks: what a mark is, the module-level ``mark`` for model code (defect 8
 of issue 10), and the one private TensorFlow internal the probe uses, pinned (defect 9)."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers import probe as probe_module
-from helpers.probe import LOSS, GradientProbe
-from helpers.probe.marks import _creation_order, classify
+from helpers.diagnosis import probe as probe_module
+from helpers.diagnosis.probe import LOSS, GradientProbe
+from helpers.diagnosis.probe.marks import _creation_order, classify
 
 
 def _data(shape=(4, 6), seed=0):
@@ -49,7 +48,8 @@ def test_defect_8_module_level_mark_records_into_the_active_probe_only():
 
 # -- defect 9: public TensorFlow API only, the one exception pinned ---------------------------
 def test_defect_9_private_internals_live_in_one_function():
-    modules = [probe_module, *(importlib.import_module(f"helpers.probe.{name}") for name in
+    package = "helpers.diagnosis.probe"
+    modules = [probe_module, *(importlib.import_module(f"{package}.{name}") for name in
                                ("marks", "exits", "location", "locate", "keras_marks"))]
     tree = ast.parse("\n".join(inspect.getsource(module) for module in modules))
     private = {"_id", "uid", "_keras_logits"}

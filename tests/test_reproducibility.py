@@ -1,4 +1,4 @@
-"""helpers.reproducibility: the first cell of every notebook (make_deterministic, versions)."""
+"""helpers.course.reproducibility: every notebook's first cell (make_deterministic, versions)."""
 
 import random
 import subprocess
@@ -9,9 +9,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.denoiser import make_gru_step_model
-from helpers.reproducibility import make_deterministic, versions
+from helpers.course import make_deterministic, versions
+from helpers.models import make_gru_step_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ nothing nbval does not already prove, because of three facts this file checks:
    calls each checker on the starter directly.)
 3. What differs is where the kernel starts: nbval starts it in ``notebooks/``, a student in
    their folder, possibly outside the repository. The notebooks import ``helpers`` from the
-   course environment, and ``helpers.dataset`` finds ``data/`` next to the package, not from
+   course environment, and ``helpers.audio.clips`` finds ``data/`` next to the package, not from
    the working directory. One notebook's opening cells (00's, up to loading a clip from
    ``data/``) really run here with nbclient from a student folder outside the repository,
    and print what they print in the course; and no code cell names a path relative to the

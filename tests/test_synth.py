@@ -1,22 +1,19 @@
-"""helpers.synth: the synthesizer that made data/ (deterministic, the f0 and formants it was
-asked for), its bad inputs, and add_noise."""
+"""helpers.audio.synth: the synthesizer that made data/ (deterministic, the f0 and formants it was
+asked for) and its bad inputs."""
 
 import librosa
 import numpy as np
 import pytest
 from scipy import signal
 
-import helpers  # noqa: F401
 from helpers.audio import (
     SAMPLE_RATE,
     AudioError,
-    snr_db,
-)
-from helpers.dataset import (
+    labels_from_audio,
     load_clip,
+    pitch_track,
 )
-from helpers.label_measurement import labels_from_audio, pitch_track
-from helpers.synth import Segment, add_noise, fricative, silence, synthesize, vowel
+from helpers.audio.synth import Segment, fricative, silence, synthesize, vowel
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +54,6 @@ def test_bad_segments_and_audio():
     with pytest.raises(AudioError, match="at least 512"):
         labels_from_audio(np.ones(100, np.float32) * 0.1)
 
-
-def test_add_noise_sets_the_snr_exactly_and_is_seeded():
-    clean = load_clip("utterance_1").clean
-    noisy = add_noise(clean, 5.0, seed=1)
-    assert noisy.dtype == np.float32 and noisy.shape == clean.shape
-    assert snr_db(clean, noisy) == pytest.approx(5.0, abs=1e-3)
-    assert add_noise(clean, 5.0, seed=1).tobytes() == noisy.tobytes()
-    assert add_noise(clean, 5.0, seed=2).tobytes() != noisy.tobytes()
-    with pytest.raises(AudioError, match="silent clip"):
-        add_noise(np.zeros(100, np.float32), 5.0, seed=1)
 
 
 @pytest.mark.parametrize("name", "aiu")

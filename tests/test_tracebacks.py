@@ -1,4 +1,4 @@
-"""Short tracebacks (helpers.tracebacks): the learner's lines and the message, still an error
+"""Short tracebacks (helpers.course.tracebacks): the learner's lines and the message, still an error
 to nbval; and, over the stored notebooks, no intended error after the course's first one
 longer than 12 lines."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from helpers.tracebacks import MESSAGE_LINES, short_traceback, short_tracebacks
+from helpers.course.tracebacks import MESSAGE_LINES, short_traceback, short_tracebacks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # course order
@@ -86,15 +86,7 @@ def test_outside_ipython_it_changes_nothing():
 # ------------------------------------------------------------------ in a kernel, under nbval
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-# The module is loaded from its file, not through ``import helpers`` (whose first import loads
-# TensorFlow, a few CPU-seconds per kernel): helpers.tracebacks imports nothing from helpers.
-MODULE = ROOT / "helpers" / "tracebacks.py"
-TURN_ON = f"""import importlib.util
-
-spec = importlib.util.spec_from_file_location("tracebacks", {str(MODULE)!r})
-tracebacks = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tracebacks)
-tracebacks.short_tracebacks()"""
+TURN_ON = "from helpers.course import short_tracebacks\n\nshort_tracebacks()"  # no TensorFlow
 SOURCES = {  # cell: (source, tags)
     "turn on": (TURN_ON, []),
     "still raises": ("import json\n\njson.loads('{')", ["raises-exception"]),

@@ -1,4 +1,4 @@
-"""helpers.voicing_loss: masks, the question's per-frame loss, the masked fix, and the claims
+"""helpers.voicing.loss: masks, the question's per-frame loss, the masked fix, and the claims
 notebooks 03 and 04 make about them."""
 
 from __future__ import annotations
@@ -10,14 +10,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.audio import HOP_LENGTH, SAMPLE_RATE, AudioError, stft_magnitude
-from helpers.dataset import load_clip
-from helpers.denoiser import enhance_numpy
-from helpers.gradients import gradient_report, max_abs_diff
-from helpers.label_measurement import labels_from_audio
-from helpers.labels import FrameLabels, LabelError, Voicing
-from helpers.training import loss_and_gradients
-from helpers.voicing_loss import (
+from helpers.audio import (
+    HOP_LENGTH,
+    SAMPLE_RATE,
+    AudioError,
+    FrameLabels,
+    LabelError,
+    Voicing,
+    labels_from_audio,
+    load_clip,
+    stft_magnitude,
+)
+from helpers.diagnosis import gradient_report, max_abs_diff
+from helpers.models import denoise
+from helpers.models.training import loss_and_gradients
+from helpers.voicing.loss import (
     EPSILON,
     LOG_EPS,
     as_tf_function,
@@ -88,7 +95,7 @@ def test_masks_on_hand_made_patterns(voicing, harmonic, formant):
 @pytest.mark.parametrize("name", ["voiced", "mixed", "unvoiced", "silent"])
 def test_masked_loss_without_silence_term_equals_the_per_frame_loss(clips, model, name):
     example = clips[name]
-    estimate = enhance_numpy(model, example.audio)
+    estimate = denoise(model, example.audio)
     loop = float(cond_loop_voicing_loss(example.clean, estimate, example.labels))
     masked = float(masked_voicing_loss(example.clean, estimate, example.labels,
                                        silence_weight=0.0))
@@ -182,7 +189,7 @@ def test_silence_term_gives_silent_files_a_gradient_and_leaves_voiced_frames_alo
     _, grads = loss_and_gradients(model, clips["silent"], masked_voicing_loss)
     assert gradient_report(grads, model.trainable_variables).all("ok")
     voiced = clips["voiced"]
-    estimate = enhance_numpy(model, voiced.audio)
+    estimate = denoise(model, voiced.audio)
     assert float(masked_voicing_loss(voiced.clean, estimate, voiced.labels)) == \
         float(masked_voicing_loss(voiced.clean, estimate, voiced.labels, silence_weight=0.0))
 

@@ -1,4 +1,4 @@
-"""helpers.why_none: the one place that decides why a gradient is None, for the gradient
+"""helpers.diagnosis.why_none: the one place that decides why a gradient is None, for the gradient
 report's hint column and for the locator's causes (they cannot disagree)."""
 
 from __future__ import annotations
@@ -7,10 +7,8 @@ import keras
 import pytest
 import tensorflow as tf
 
-import helpers  # noqa: F401
-from helpers.gradients import gradient_report
-from helpers.probe import GradientProbe
-from helpers.why_none import HINTS, why_none
+from helpers.diagnosis import GradientProbe, gradient_report
+from helpers.diagnosis.why_none import HINTS, why_none
 
 FLOAT = tf.Variable(1.0, name="w")
 FROZEN = tf.Variable(1.0, trainable=False, name="frozen")

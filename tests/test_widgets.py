@@ -15,20 +15,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.dataset import Clip, ClipExcerpt, excerpt, load_clip
-from helpers.denoiser import enhance, make_conv_denoiser
-from helpers.lab import ADAM_LEARNING_RATE, ADAM_WARMUP_STEPS, lab_model
-from helpers.lab_settings import (
+from helpers.audio import Clip, ClipExcerpt, LabelError, excerpt, load_clip
+from helpers.lab.computation import ADAM_LEARNING_RATE, ADAM_WARMUP_STEPS, lab_model
+from helpers.lab.settings import (
     CONTROL_NAMES,
     ELSE_SCALES,
     LAB_CLIPS,
     SILENCE_WEIGHTS,
     lab_examples,
 )
-from helpers.labels import LabelError
-from helpers.training import TrainingState, mean_abs_change, restore_weights, snapshot
-from helpers.voicing_loss import cond_loop_voicing_loss, masked_voicing_loss
-from helpers.widgets import (
+from helpers.lab.view import (
     FALLBACK_NOTE,
     FALLBACK_WIDTH,
     LAB_FIGURE_TITLE,
@@ -38,6 +34,15 @@ from helpers.widgets import (
     lab_figure,
     lab_table,
 )
+from helpers.models import (
+    TrainingState,
+    enhance,
+    make_conv_denoiser,
+    mean_abs_change,
+    restore_weights,
+    snapshot,
+)
+from helpers.voicing import cond_loop_voicing_loss, masked_voicing_loss
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -75,7 +80,7 @@ def set_controls(lab, **values):
 def test_lab_starts_on_the_questions_failure(lab):
     values = {name: control.value for name, control in lab.controls.items()}
     assert values == {"clip": "silent", "loss": "per-frame (question)", "else_scale": "off",
-                      "silence_weight": "1", "mode": "eager", "policy": "None"}
+                      "silence_weight": "1", "mode": "eager", "policy": "keep"}
     assert lab.result.report.all("none")
     assert lab.result.adam.outcome == "raises" and "No gradients" in lab.result.adam.message
     assert "5 none" in lab.summary.value
@@ -107,7 +112,7 @@ def test_setting_a_widget_recomputes_and_redraws(lab, monkeypatch):
         raise AssertionError("the lab drew a pyplot figure")
 
     monkeypatch.setattr(plt, "figure", no_pyplot)
-    result = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="None")
+    result = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="keep")
     assert lab.error is None
     assert result.setting.loss == "masked" and result.report.all("ok")
     outputs = lab.view.outputs
@@ -165,7 +170,7 @@ def test_the_hack_scale_slider_is_log_spaced_with_off(lab):
 
 def test_the_hack_scale_turns_none_into_gradients_on_silence(lab):
     assert set_controls(lab, clip="silent", loss="per-frame (question)", mode="eager",
-                        policy="None", else_scale="off").report.all("none")
+                        policy="keep", else_scale="off").report.all("none")
     tiny = set_controls(lab, else_scale="1e-10")
     assert tiny.report.all("ok") and "else_scale=1e-10" in tiny.describe()
     large = set_controls(lab, else_scale="1")
@@ -177,7 +182,7 @@ def test_the_silence_weight_slider_sets_the_masked_loss_term(lab):
     slider = lab.controls["silence_weight"]
     assert isinstance(slider, widgets.SelectionSlider)
     assert list(slider.options) == list(SILENCE_WEIGHTS)
-    off = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="None",
+    off = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="keep",
                        silence_weight="0")
     assert off.report.all("zero")  # no term on silent frames: zeros, even eagerly
     one, ten = set_controls(lab, silence_weight="1"), set_controls(lab, silence_weight="10")
@@ -189,7 +194,7 @@ def test_the_silence_weight_slider_sets_the_masked_loss_term(lab):
 def test_the_policy_none_zeros_skip(lab):
     base = {"clip": "silent", "loss": "per-frame (question)", "else_scale": "off",
             "mode": "eager"}
-    none = set_controls(lab, **base, policy="None")
+    none = set_controls(lab, **base, policy="keep")
     zeros = set_controls(lab, policy="zeros")
     skip = set_controls(lab, policy="skip")
     assert none.report.all("none") and none.adam.outcome == "raises"
@@ -230,16 +235,11 @@ def test_the_adam_panel_is_notebook_04s_experiment(model, lab):
     updates = {}
     try:
         for _ in range(ADAM_WARMUP_STEPS):
-            before = flat(snapshot(model))
-            optimizer.apply_gradients(zip(grads("voiced", masked_voicing_loss), variables))
-            last = flat(snapshot(model)) - before
+            last = TrainingState(model, optimizer).step(grads("voiced", masked_voicing_loss))
         state = TrainingState(model, optimizer)
         for name, step_grads in {**setting_grads,
                                  "voiced": grads("voiced", masked_voicing_loss)}.items():
-            state.restore()
-            start = flat(snapshot(model))
-            optimizer.apply_gradients(zip(step_grads, variables))
-            updates[name] = flat(snapshot(model)) - start
+            updates[name] = state.step(step_grads)
         state.restore()
     finally:
         restore_weights(model, original)
@@ -283,17 +283,17 @@ def test_the_learners_model_losses_and_clips(own_clips):
     model = make_conv_denoiser(seed=0)
     before = snapshot(model)
     lab = GradientLab(model=model, losses={"mse": mse, "weighted": weighted_mse,
-                                           "seed": cond_loop_voicing_loss}, clips=own_clips)
+                                           "question": cond_loop_voicing_loss}, clips=own_clips)
     assert list(lab.controls["clip"].options) == ["pause", "word", "vowel"]
-    assert list(lab.controls["loss"].options) == ["mse", "weighted", "seed"]
+    assert list(lab.controls["loss"].options) == ["mse", "weighted", "question"]
     assert lab.result.setting.values() == {"clip": "pause", "loss": "mse", "mode": "eager",
-                                          "policy": "None"}
+                                          "policy": "keep"}
     assert lab.result.report.all("ok") and len(lab.result.report) == 5
     assert lab.controls["else_scale"].disabled and lab.controls["silence_weight"].disabled
     weighted = set_controls(lab, loss="weighted", silence_weight="10")
     assert not lab.controls["silence_weight"].disabled
     assert weighted.loss == pytest.approx(11 * lab.result_for("pause", "mse").loss, rel=1e-5)
-    assert set_controls(lab, loss="seed").report.all("none")  # a silent pause
+    assert set_controls(lab, loss="question").report.all("none")  # a silent pause
     assert "on vowel (mse)" in lab.result.adam.describe()  # the most voiced clip, first loss
     assert mean_abs_change(before, model) == 0.0
 
@@ -309,7 +309,7 @@ def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_cli
     lab.controls["loss"].value = "short"  # on the pause: 9 frames, fine
     assert lab.error is None and lab.result.setting.loss == "short"
     lab.controls["clip"].value = "word"
-    assert lab.error == ("clip=word, loss=short, mode=eager, policy=None: ValueError: this "
+    assert lab.error == ("clip=word, loss=short, mode=eager, policy=keep: ValueError: this "
                          "loss takes 9 frames at most")
     assert html.escape(lab.error) in lab.summary.value and lab.view.outputs == ()
     lab.controls["loss"].value = "mse"
@@ -329,7 +329,7 @@ def test_a_change_that_needs_no_trace_does_not_retrace():
     for name, value, traces in (
             ("policy", "zeros", 0), ("policy", "skip", 0), ("mode", "eager", 0),
             ("mode", "tf.function", 0), ("else_scale", "1e-10", 0),  # masked: not its knob
-            ("clip", "silent", 1), ("clip", "voiced", 0), ("policy", "None", 0),
+            ("clip", "silent", 1), ("clip", "voiced", 0), ("policy", "keep", 0),
             ("silence_weight", "0", 1),  # a Python number in the masked loss: a new trace
             ("silence_weight", "1", 0), ("loss", "per-frame (question)", 1),
             ("else_scale", "1e-4", 0), ("else_scale", "1", 0),  # a tensor: the same trace
@@ -422,7 +422,7 @@ def test_the_lab_greys_out_a_knob_its_loss_does_not_take_and_keeps_labels_inline
 
 
 def test_the_text_fallback_says_to_run_the_cell_and_never_breaks_a_word(lab):
-    result = set_controls(lab, clip="silent", loss="per-frame (question)", policy="None",
+    result = set_controls(lab, clip="silent", loss="per-frame (question)", policy="keep",
                           mode="eager", else_scale="off")
     text = lab._repr_mimebundle_()["text/plain"]
     lines = text.split("\n")
@@ -481,8 +481,8 @@ def test_a_clip_that_is_not_1d_float_audio_is_refused(model, silent_labels):
 
 
 def test_a_lab_without_a_voiced_gradient_for_adam_says_so(model):
-    with pytest.raises(ValueError, match="warms Adam up with loss 'seed' on clip 'silent'"):
-        GradientLab(model, losses={"seed": cond_loop_voicing_loss},
+    with pytest.raises(ValueError, match="warms Adam up with loss 'question' on clip 'silent'"):
+        GradientLab(model, losses={"question": cond_loop_voicing_loss},
                     clips={"silent": LAB_CLIPS["silent"]})
 
 
@@ -565,7 +565,7 @@ def test_06s_stored_widget_state_agrees_with_its_text_fallback():
 
 
 def test_the_agreement_check_finds_a_lab_changed_after_display(lab):
-    set_controls(lab, clip="voiced", loss="masked", policy="None")
+    set_controls(lab, clip="voiced", loss="masked", policy="keep")
 
     def stored() -> dict:  # what a run stores: the text at display, the state at the end
         state = widgets.Widget.get_manager_state(drop_defaults=False,
@@ -577,5 +577,5 @@ def test_the_agreement_check_finds_a_lab_changed_after_display(lab):
     assert stored_lab_disagreements(stored()) == []
     lab.controls["policy"].value = "zeros"  # a later cell moves a control
     problems = stored_lab_disagreements(stored())
-    assert any("policy is 'zeros' in the widget state, 'None' in the text" in p
+    assert any("policy is 'zeros' in the widget state, 'keep' in the text" in p
                for p in problems)

@@ -15,10 +15,15 @@ checker rejects the starting code and accepts the revealed solution.
 
 from __future__ import annotations
 
+from helpers.course.quiet_tensorflow import import_tensorflow
+
+import_tensorflow()  # first: the checkers use TensorFlow, and its start-up log stays out
+
+import functools
 import html
 from dataclasses import dataclass
 
-from helpers.html_tables import STATUS_COLOURS
+from helpers.course import STATUS_COLOURS
 
 # JupyterLab's theme colours (light and dark alike), the report's own: solved as "ok", not yet
 # as "error".
@@ -46,20 +51,51 @@ class CheckResult:
         colour = VERDICT_COLOURS[self.passed]
         verdict = "Solved" if self.passed else "Not yet"
         hint = "" if self.passed else f"<br><b>Hint:</b> {html.escape(self.hint)}"
-        return (f"<div style='border-left:4px solid {colour};padding-left:8px'>"
-                f"<b style='color:{colour}'>{verdict}:</b> {html.escape(self.exercise)}. "
-                f"{html.escape(self.message)}{hint}</div>")
+        return (
+            f"<div style='border-left:4px solid {colour};padding-left:8px'>"
+            f"<b style='color:{colour}'>{verdict}:</b> {html.escape(self.exercise)}. "
+            f"{html.escape(self.message)}{hint}</div>"
+        )
 
 
 def run_check(exercise: str, function, check, hint: str) -> CheckResult:
-    """Call ``check(function)``, which returns ``(passed, message)``; turn any exception the
-    learner's code raises into a failed result that names it, instead of a traceback."""
+    """Call ``check(learner_function)``, which returns ``(passed, message)``. An exception from
+    the learner's code becomes a failed result that names it ("Your code raised ..."), instead
+    of a traceback; an exception from the checker's own code is named as the checker's.
+
+    The learner's code is the function and everything it calls, and the TensorFlow ops it
+    built (a ``tf.errors.OpError`` is raised where a graph runs, not where it was written)."""
     if not callable(function):
-        return CheckResult(exercise, False, f"Expected a function, got {type(function).__name__}.",
-                           hint)
+        return CheckResult(
+            exercise, False, f"Expected a function, got {type(function).__name__}.", hint
+        )
+    raised: list[BaseException] = []
+
+    @functools.wraps(function)
+    def learner_function(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:
+            raised.append(error)
+            raise
+
     try:
-        passed, message = check(function)
-    except Exception as error:  # the learner's code failed: report it, do not crash the cell
-        return CheckResult(exercise, False, f"Your code raised {type(error).__name__}: {error}",
-                           hint)
+        passed, message = check(learner_function)
+    except Exception as error:
+        import tensorflow as tf
+
+        if raised or isinstance(error, tf.errors.OpError):
+            learner_error = raised[-1] if raised else error
+            return CheckResult(
+                exercise,
+                False,
+                f"Your code raised {type(learner_error).__name__}: {learner_error}",
+                hint,
+            )
+        return CheckResult(
+            exercise,
+            False,
+            f"The checker failed (please report): {type(error).__name__}: {error}",
+            "This is a bug in the course's checker, not in your code.",
+        )
     return CheckResult(exercise, bool(passed), message, hint)

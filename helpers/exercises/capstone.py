@@ -8,15 +8,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.audio import frame
-from helpers.dataset import Clip, ClipExcerpt, clip_excerpt
-from helpers.denoiser import enhance, make_conv_denoiser
+from helpers.audio import Clip, ClipExcerpt, Voicing, clip_excerpt, frame, level_change_db
 from helpers.exercises import CheckResult, run_check
-from helpers.labels import Voicing
-from helpers.training import make_train_step
-from helpers.voicing_loss import masked_voicing_loss
+from helpers.models import enhance, make_conv_denoiser, make_train_step
+from helpers.voicing import masked_voicing_loss
 
-# The gradient lab's silent and voiced clips (helpers.lab_settings.LAB_CLIPS): 16 frames each.
+# The gradient lab's silent and voiced clips (helpers.lab.settings.LAB_CLIPS): 16 frames each.
 SILENT_CLIP = ClipExcerpt("silence", 4, 20)
 VOICED_CLIP = ClipExcerpt("vowel_a", 10, 26)
 # A mixed clip of the real recording: a pause that holds the room's noise (not digital
@@ -36,16 +33,13 @@ def _global_norm(grads: list) -> float:
 
 
 def _level_db(model: keras.Model, example: Clip):
-    """``helpers.training.level_change_db`` on the example's silent frames, as a function of
-    no arguments for checking after every training step: the model runs in a graph traced
-    once, and the input's energy is measured once."""
-    frames = example.labels.silent
-    energy_in = float(tf.reduce_sum(tf.square(frame(example.audio)), axis=-1).numpy()[frames].sum())
-    run = tf.function(lambda: tf.reduce_sum(tf.square(frame(enhance(model, example.audio))),
-                                            axis=-1), autograph=False)
+    """``level_change_db`` of the model's output on the example's silent frames, as a function
+    of no arguments for checking after every training step (the model runs in a graph traced
+    once)."""
+    run = tf.function(lambda: enhance(model, example.audio), autograph=False)
 
     def level() -> float:
-        return float(10 * np.log10(run().numpy()[frames].sum() / energy_in))
+        return level_change_db(example.audio, run().numpy(), example.labels.silent)
 
     return level
 

@@ -13,9 +13,9 @@ from functools import cache
 import numpy as np
 import tensorflow as tf
 
-from helpers.dataset import load_clip
+from helpers.audio import load_clip
+from helpers.diagnosis import gradient_report
 from helpers.exercises import CheckResult, run_check
-from helpers.gradients import gradient_report
 
 N_FFT = 256
 HOP = 128

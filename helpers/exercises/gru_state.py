@@ -2,7 +2,7 @@
 
 Each checker runs the learner's function on a small step model whose weights come from a
 local seeded generator (the notebook's global random state is not touched), compares it with
-``helpers.gru_state.unroll``, and counts the step model's calls: a loop over frames calls it
+``helpers.recurrence.unroll``, and counts the step model's calls: a loop over frames calls it
 exactly once per frame, each time on one frame.
 """
 
@@ -15,11 +15,11 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.audio import HOP_LENGTH, stft
-from helpers.denoiser import apply_masks, denoising_loss, make_gru_step_model
+from helpers.course import sig
+from helpers.diagnosis import max_abs_diff, variable_name
 from helpers.exercises import CheckResult, run_check
-from helpers.gradients import max_abs_diff, variable_name
-from helpers.gru_state import unroll
-from helpers.printing import sig
+from helpers.models import apply_masks, denoising_loss, make_gru_step_model
+from helpers.recurrence import unroll
 
 
 @cache

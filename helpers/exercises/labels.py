@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from helpers.audio import FrameLabels, Voicing
 from helpers.exercises import CheckResult, run_check
-from helpers.labels import FrameLabels, Voicing
 
 S, V, U = Voicing.SILENT, Voicing.VOICED, Voicing.UNVOICED
 # (known, with the rule, without the rule) voicing, and what a correct answer counts:

@@ -12,10 +12,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers.dataset import Clip, excerpt, load_clip, make_example
-from helpers.denoiser import make_conv_denoiser
+from helpers.audio import Clip, excerpt, load_clip, make_example
 from helpers.exercises import CheckResult, run_check
-from helpers.training import snapshot
+from helpers.models import make_conv_denoiser, snapshot
 
 QUIET_SCALE = 3e-7  # vowel_a at this scale: the question's loss equals the silent file's
 

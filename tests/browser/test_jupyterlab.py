@@ -27,15 +27,15 @@ if (_missing := chromium_missing()) is not None and os.environ.get("CI") != "tru
     pytest.skip(_missing, allow_module_level=True)  # under CI=true the fixtures fail instead
 
 NOTEBOOKS = sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb"))
-LAB_SOURCE = "from helpers.widgets import GradientLab\n\nGradientLab()"
+LAB_SOURCE = "from helpers.lab.view import GradientLab\n\nGradientLab()"
 # A learner's own model, losses and clips (06's example, smaller). The last line shows it.
 OWN_LAB_SOURCE = """\
 from keras import ops
 
-from helpers.dataset import excerpt, load_clip
-from helpers.denoiser import make_conv_denoiser
-from helpers.voicing_loss import cond_loop_voicing_loss
-from helpers.widgets import GradientLab
+from helpers.audio import excerpt, load_clip
+from helpers.models import make_conv_denoiser
+from helpers.voicing import cond_loop_voicing_loss
+from helpers.lab import GradientLab
 
 
 def mse(reference, estimate, labels):

@@ -1,0 +1,78 @@
+"""The capstone's shipped models (trained on synthetic speech): their weight files
+(``data/capstone/``, checked against the SHA-256 in ``data/manifest.json``),
+and ``train_denoiser`` (load one, or train one from a seed). ``helpers.models.denoise`` runs
+one on any 16 kHz mono clip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from helpers.audio import DATA_DIR
+from helpers.capstone.data import CAPSTONE_DIR, capstone_manifest
+from helpers.capstone.recipe import check_loss_name, make_capstone_model, train_shipped
+from helpers.course import check_choice, check_int
+
+
+def weights_path(loss: str) -> Path:
+    return DATA_DIR / CAPSTONE_DIR / f"denoiser_{check_loss_name(loss)}.weights.npz"
+
+
+def weights_bytes(model: keras.Model) -> bytes:
+    """The model's weights as an ``.npz`` whose bytes depend only on the values (fixed zip
+    dates), so the same weights always have the same SHA-256."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for index, variable in enumerate(model.weights):
+            array = io.BytesIO()
+            np.lib.format.write_array(array, np.asarray(variable.numpy(), dtype=np.float32),
+                                      allow_pickle=False)
+            info = zipfile.ZipInfo(f"w{index:02d}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, array.getvalue())
+    return buffer.getvalue()
+
+
+def load_weights(model: keras.Model, path: Path) -> keras.Model:
+    """Load ``weights_bytes`` from ``path`` into ``model`` (shapes must match)."""
+    with np.load(path, allow_pickle=False) as arrays:
+        values = [arrays[f"w{index:02d}"] for index in range(len(arrays.files))]
+    if [v.shape for v in values] != [tuple(w.shape) for w in model.weights]:
+        raise ValueError(f"{path.name} does not fit this model: expected weights of shapes "
+                         f"{[tuple(w.shape) for w in model.weights]}.")
+    model.set_weights(values)
+    return model
+
+
+def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int = 0
+                   ) -> keras.Model:
+    """The capstone's denoiser trained with ``loss`` (``"masked"``, ``"question"`` for the
+    voicing-loss question's per-frame loop, or one of the ablation's ``TRAINED_LOSSES``).
+
+    ``weights="shipped"`` loads the weights the recipe made (``scripts/train_capstone.py``,
+    with RNG seed 0), after checking their SHA-256 against ``data/manifest.json``: the models
+    notebook 06 compares. ``weights="train"`` runs the shipped recipe (``train_shipped``) now,
+    from RNG seed ``seed``, which takes minutes on a CPU.
+    """
+    check_loss_name(loss)
+    check_choice(weights, ("shipped", "train"), "weights")
+    seed = check_int(seed, "seed")
+    if weights == "train":
+        return train_shipped(loss, seed).model
+    if seed != 0:
+        raise ValueError(f"the shipped weights were trained from seed 0; got seed={seed}. To "
+                         "train from another seed, pass weights='train'.")
+    path = weights_path(loss)
+    expected = capstone_manifest()["weights"]["sha256"].get(path.name)
+    if expected is None or not path.exists():
+        raise FileNotFoundError(f"{path} is missing; run python scripts/train_capstone.py")
+    if hashlib.sha256(path.read_bytes()).hexdigest() != expected:
+        raise ValueError(f"{path.name} does not match its SHA-256 in data/manifest.json; "
+                         "run python scripts/train_capstone.py, then scripts/make_data.py.")
+    return load_weights(make_capstone_model(0), path)
