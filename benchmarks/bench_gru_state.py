@@ -73,8 +73,9 @@ def unroll_loss(step_model, noisy, clean):
 
 
 def keras_rnn_loss(step_model, noisy, clean):
-    masks, _ = keras_rnn_reference(step_model, tf.abs(noisy), zero_state(step_model,
-                                                                          noisy.shape[0]))
+    masks, _ = keras_rnn_reference(
+        step_model, tf.abs(noisy), zero_state(step_model, noisy.shape[0])
+    )
     return denoising_loss(clean, apply_masks(masks, noisy, clean.shape[-1]))
 
 
@@ -129,9 +130,11 @@ def main() -> None:
     print(f"helpers from {Path(helpers.__file__).parent}")
     make_deterministic(0)
     noisy, clean = batch_of([load_clip("utterance_1_snr5"), load_clip("utterance_1_snr15")])
-    print(f"batch {noisy.shape[0]} x {noisy.shape[1]} frames of {noisy.shape[2]} magnitude "
-          f"bins (|stft|), {GRU_UNITS} GRU units, "
-          f"{tf.config.threading.get_inter_op_parallelism_threads() or 'all'} inter-op threads")
+    print(
+        f"batch {noisy.shape[0]} x {noisy.shape[1]} frames of {noisy.shape[2]} magnitude "
+        f"bins (|stft|), {GRU_UNITS} GRU units, "
+        f"{tf.config.threading.get_inter_op_parallelism_threads() or 'all'} inter-op threads"
+    )
 
     models = {name: make_gru_step_model() for name in ("eager", "unroll", "keras.layers.RNN")}
     weights = models["eager"].get_weights()  # gru kernel, recurrent kernel, bias, mask kernel, bias
@@ -139,17 +142,29 @@ def main() -> None:
         model.set_weights(weights)
     models["keras.layers.GRU"] = keras_gru_model()
     models["keras.layers.GRU"].set_weights(weights)  # same layout: GRU(reset_after=True) + Dense
-    losses = {"eager": eager_loop_loss, "unroll": unroll_loss,
-              "keras.layers.GRU": keras_gru_loss, "keras.layers.RNN": keras_rnn_loss}
+    losses = {
+        "eager": eager_loop_loss,
+        "unroll": unroll_loss,
+        "keras.layers.GRU": keras_gru_loss,
+        "keras.layers.RNN": keras_rnn_loss,
+    }
     first = {name: float(losses[name](models[name], noisy, clean)) for name in losses}
     for name, value in first.items():  # the same computation, or the timings mean nothing
         assert abs(value - first["eager"]) <= 1e-5 * abs(first["eager"]), (name, first)
     print(f"first loss, all variants: {first['eager']:.3g}")
 
-    steps = {name: train_step(losses[name], models[name], keras.optimizers.Adam(1e-3),
-                              graph=name != "eager") for name in losses}
-    seconds = seconds_per_step(steps, noisy, clean, block={
-        "eager": 1, "unroll": 10, "keras.layers.GRU": 10, "keras.layers.RNN": 10})
+    steps = {
+        name: train_step(
+            losses[name], models[name], keras.optimizers.Adam(1e-3), graph=name != "eager"
+        )
+        for name in losses
+    }
+    seconds = seconds_per_step(
+        steps,
+        noisy,
+        clean,
+        block={"eager": 1, "unroll": 10, "keras.layers.GRU": 10, "keras.layers.RNN": 10},
+    )
     eager, graph = seconds["eager"], seconds["unroll"]
     gru, rnn = seconds["keras.layers.GRU"], seconds["keras.layers.RNN"]
 
@@ -158,8 +173,10 @@ def main() -> None:
     print(f"keras.layers.GRU (tf.function)     {gru:9.4f} s/step")
     print(f"keras.layers.RNN, same GRUCell     {rnn:9.4f} s/step  (for information)")
     ratio = graph / gru
-    print(f"unroll / keras.layers.GRU: {ratio:.2f}x (goal: at most 1.5x) "
-          f"{'met' if ratio <= 1.5 else 'MISSED'}")
+    print(
+        f"unroll / keras.layers.GRU: {ratio:.2f}x (goal: at most 1.5x) "
+        f"{'met' if ratio <= 1.5 else 'MISSED'}"
+    )
     print(f"unroll / keras.layers.RNN: {graph / rnn:.2f}x")
     print(f"eager loop / keras.layers.GRU: {eager / gru:.1f}x")
     speedup = eager / graph

@@ -40,8 +40,12 @@ from helpers.course import make_deterministic
 from helpers.voicing import as_tf_function, cond_loop_voicing_loss, masked_voicing_loss
 
 ROUNDS = 3
-CALLS = {"per-frame eager": 1, "masked eager": 20, "per-frame tf.function": 20,
-         "masked tf.function": 20}  # calls per timed block
+CALLS = {
+    "per-frame eager": 1,
+    "masked eager": 20,
+    "per-frame tf.function": 20,
+    "masked tf.function": 20,
+}  # calls per timed block
 
 
 def value_and_gradient(loss_fn, reference, estimate, labels):
@@ -65,9 +69,11 @@ def main() -> None:
         "per-frame tf.function": as_tf_function(cond_loop_voicing_loss, labels),
         "masked tf.function": as_tf_function(masked_voicing_loss, labels),
     }
-    print(f"{clip.name}: {example.clean.size / clip.sample_rate:.2f} s, "
-          f"{labels.num_frames} frames {labels.counts()}; loss value + gradient w.r.t. the "
-          "estimate")
+    print(
+        f"{clip.name}: {example.clean.size / clip.sample_rate:.2f} s, "
+        f"{labels.num_frames} frames {labels.counts()}; loss value + gradient w.r.t. the "
+        "estimate"
+    )
     values = {}
     for name, loss_fn in variants.items():  # warm-up: traces the tf.functions
         values[name], grad = value_and_gradient(loss_fn, reference, estimate, labels)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Probe: which settings keep TensorFlow 2.21's import quiet on stderr (count of I-lines).
-# Extends shared/facts/probe_tf_log_noise.sh with the CUDA stub line and with `import helpers`.
+# Counts the CUDA stub lines too, and what is left through helpers.course.quiet_tensorflow.
 # Run from the repository root with the course environment active.
 PY=${PY:-python}
 for envs in "" "TF_CPP_MIN_LOG_LEVEL=3" "TF_ENABLE_ONEDNN_OPTS=0" "TF_CPP_MIN_LOG_LEVEL=3 TF_ENABLE_ONEDNN_OPTS=0"; do
@@ -8,6 +8,6 @@ for envs in "" "TF_CPP_MIN_LOG_LEVEL=3" "TF_ENABLE_ONEDNN_OPTS=0" "TF_CPP_MIN_LO
   stub=$(env $envs "$PY" -c "import tensorflow as tf; tf.Variable(1.0)+1" 2>&1 >/dev/null | grep -c "cudart_stub")
   echo "[$envs] I-lines: $n (cudart_stub: $stub)"
 done
-n=$("$PY" -c "import helpers; import tensorflow as tf; tf.Variable(1.0)+1" 2>&1 >/dev/null | grep -c "I0000")
-echo "[import helpers first] I-lines: $n"
+n=$("$PY" -c "from helpers.course.quiet_tensorflow import import_tensorflow; tf = import_tensorflow(); tf.Variable(1.0)+1" 2>&1 >/dev/null | grep -c "I0000")
+echo "[helpers.course.quiet_tensorflow first] I-lines: $n"
 echo "CUDA toolkit libraries visible: $(ldconfig -p 2>/dev/null | grep -c 'libcudart')"

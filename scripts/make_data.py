@@ -105,30 +105,42 @@ def build(root: Path, real_source: Path) -> dict:
         clips.append(entry)
     real_dir = root / REAL_DIR
     if real_dir.resolve() != real_source.resolve():
-        shutil.copytree(real_source, real_dir, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("*_tracks.csv", "*_labels.csv"))
+        shutil.copytree(
+            real_source,
+            real_dir,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("*_tracks.csv", "*_labels.csv"),
+        )
     wav = real_dir / f"{REAL_CLIP}.wav"
     tracks = real_dir / f"{REAL_CLIP}_tracks.csv"
     write_tracks(wav, tracks)
     audio, sample_rate = load_audio(wav)
-    clips.append({
-        "name": REAL_CLIP,
-        "file": f"{REAL_DIR}/{REAL_CLIP}.wav",
-        "sample_rate": sample_rate,
-        "num_samples": len(audio),
-        "duration_s": round(len(audio) / sample_rate, 4),
-        "labels": (f"voicing from the phone alignment {REAL_DIR}/{REAL_CLIP}_phone.lab; f0 (pyin) "
-                   f"and F1/F2 (LPC) measured into {REAL_DIR}/{REAL_CLIP}_tracks.csv"),
-        "source": "CMU ARCTIC, speaker slt (see cmu_arctic/COPYING, which must travel with it)",
-        "sha256": sha256(wav),
-        "extra_files": {
-            name: sha256(real_dir / name)
-            for name in (f"{REAL_CLIP}_phone.lab", f"{REAL_CLIP}_tracks.csv", "COPYING")
-        },
-    })
-    return {"sample_rate": SAMPLE_RATE, "generator": "scripts/make_data.py", "clips": clips,
-            "real_speech": real_speech_entries(real_dir),
-            "capstone": build_capstone(root)}
+    clips.append(
+        {
+            "name": REAL_CLIP,
+            "file": f"{REAL_DIR}/{REAL_CLIP}.wav",
+            "sample_rate": sample_rate,
+            "num_samples": len(audio),
+            "duration_s": round(len(audio) / sample_rate, 4),
+            "labels": (
+                f"voicing from the phone alignment {REAL_DIR}/{REAL_CLIP}_phone.lab; f0 (pyin) "
+                f"and F1/F2 (LPC) measured into {REAL_DIR}/{REAL_CLIP}_tracks.csv"
+            ),
+            "source": "CMU ARCTIC, speaker slt (see cmu_arctic/COPYING, which must travel with it)",
+            "sha256": sha256(wav),
+            "extra_files": {
+                name: sha256(real_dir / name)
+                for name in (f"{REAL_CLIP}_phone.lab", f"{REAL_CLIP}_tracks.csv", "COPYING")
+            },
+        }
+    )
+    return {
+        "sample_rate": SAMPLE_RATE,
+        "generator": "scripts/make_data.py",
+        "clips": clips,
+        "real_speech": real_speech_entries(real_dir),
+        "capstone": build_capstone(root),
+    }
 
 
 def real_speech_entries(real_dir: Path) -> list[dict]:
@@ -138,27 +150,41 @@ def real_speech_entries(real_dir: Path) -> list[dict]:
     for name in REAL_VALIDATION + REAL_HELD_BACK:
         wav = real_dir / f"{name}.wav"
         audio, _ = load_audio(wav)
-        labels = write_frame_labels(labels_from_audio(audio),
-                                    real_labels_path(name, real_dir.parent))
+        labels = write_frame_labels(
+            labels_from_audio(audio), real_labels_path(name, real_dir.parent)
+        )
         role = "held back (real-speech test set)" if name in REAL_HELD_BACK else "validation"
-        entries.append({"name": name, "file": f"{REAL_DIR}/{name}.wav",
-                        "speaker": REAL_SPEAKERS[name], "role": role,
-                        "num_samples": len(audio), "modified": False,
-                        "source": "CMU ARCTIC (see cmu_arctic/COPYING)",
-                        "sha256": sha256(wav),
-                        "labels": {"file": f"{REAL_DIR}/{labels.name}",
-                                   "measured_by": "helpers.audio.labels_from_audio",
-                                   "sha256": sha256(labels)}})
+        entries.append(
+            {
+                "name": name,
+                "file": f"{REAL_DIR}/{name}.wav",
+                "speaker": REAL_SPEAKERS[name],
+                "role": role,
+                "num_samples": len(audio),
+                "modified": False,
+                "source": "CMU ARCTIC (see cmu_arctic/COPYING)",
+                "sha256": sha256(wav),
+                "labels": {
+                    "file": f"{REAL_DIR}/{labels.name}",
+                    "measured_by": "helpers.audio.labels_from_audio",
+                    "sha256": sha256(labels),
+                },
+            }
+        )
     return entries
 
 
 def _utterance_entry(root: Path, name: str, seed: int, seconds: float) -> dict:
     audio, _ = capstone_utterance(seed, seconds)
     path = save_audio(root / CAPSTONE_DIR / f"{name}.wav", audio, SAMPLE_RATE)
-    return {"name": name, "file": f"{CAPSTONE_DIR}/{name}.wav", "seed": seed,
-            "num_samples": len(audio),
-            "segments": [s.to_dict() for s in random_utterance(seed, seconds)],
-            "sha256": sha256(path)}
+    return {
+        "name": name,
+        "file": f"{CAPSTONE_DIR}/{name}.wav",
+        "seed": seed,
+        "num_samples": len(audio),
+        "segments": [s.to_dict() for s in random_utterance(seed, seconds)],
+        "sha256": sha256(path),
+    }
 
 
 def build_capstone(root: Path) -> dict:
@@ -167,8 +193,10 @@ def build_capstone(root: Path) -> dict:
     mixtures with fresh noise of every family; and the SHA-256 of the shipped weights
     (made by ``scripts/train_capstone.py``, not here)."""
     (root / CAPSTONE_DIR).mkdir(parents=True, exist_ok=True)
-    train = [_utterance_entry(root, f"train_{seed}", seed, CAPSTONE_TRAIN_SECONDS)
-             for seed in CAPSTONE_TRAIN_SEEDS]
+    train = [
+        _utterance_entry(root, f"train_{seed}", seed, CAPSTONE_TRAIN_SECONDS)
+        for seed in CAPSTONE_TRAIN_SEEDS
+    ]
     held_back, mixtures = [], []
     for index, seed in enumerate(CAPSTONE_HELD_BACK_SEEDS):
         entry = _utterance_entry(root, f"heldback_{seed}", seed, CAPSTONE_HELD_BACK_SECONDS)
@@ -179,17 +207,29 @@ def build_capstone(root: Path) -> dict:
             noisy = mix(clean, make_noise(family, len(clean), noise_seed), CAPSTONE_SNR_DB)
             name = f"heldback_{seed}_{family}"
             path = save_audio(root / CAPSTONE_DIR / f"{name}.wav", noisy, SAMPLE_RATE)
-            mixtures.append({"name": name, "file": f"{CAPSTONE_DIR}/{name}.wav",
-                             "clean": entry["name"], "noise": family, "noise_seed": noise_seed,
-                             "snr_db": CAPSTONE_SNR_DB, "sha256": sha256(path)})
+            mixtures.append(
+                {
+                    "name": name,
+                    "file": f"{CAPSTONE_DIR}/{name}.wav",
+                    "clean": entry["name"],
+                    "noise": family,
+                    "noise_seed": noise_seed,
+                    "snr_db": CAPSTONE_SNR_DB,
+                    "sha256": sha256(path),
+                }
+            )
     weights = {}
     for path in sorted((DATA_DIR / CAPSTONE_DIR).glob("*.weights.npz")):
         if (root / CAPSTONE_DIR).resolve() != path.parent.resolve():
             shutil.copy(path, root / CAPSTONE_DIR / path.name)
         weights[path.name] = sha256(path)
-    return {"sample_rate": SAMPLE_RATE, "train": train, "held_back": held_back,
-            "mixtures": mixtures,
-            "weights": {"made_by": "scripts/train_capstone.py", "sha256": weights}}
+    return {
+        "sample_rate": SAMPLE_RATE,
+        "train": train,
+        "held_back": held_back,
+        "mixtures": mixtures,
+        "weights": {"made_by": "scripts/train_capstone.py", "sha256": weights},
+    }
 
 
 def manifest_text(manifest: dict) -> str:
@@ -198,8 +238,9 @@ def manifest_text(manifest: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="rebuild in a temporary folder and compare with data/")
+    parser.add_argument(
+        "--check", action="store_true", help="rebuild in a temporary folder and compare with data/"
+    )
     args = parser.parse_args()
     real_source = DATA_DIR / REAL_DIR
     if not args.check:

@@ -52,8 +52,9 @@ def without_solutions(markdown: str) -> str:
 def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student edition of one notebook (a new object; ``notebook`` is not changed)."""
     if notebook.get("nbformat") != 4:
-        raise ValueError("expected an nbformat 4 notebook, got nbformat "
-                         f"{notebook.get('nbformat')}")
+        raise ValueError(
+            f"expected an nbformat 4 notebook, got nbformat {notebook.get('nbformat')}"
+        )
     student = copy.deepcopy(notebook)
     student.metadata.pop("widgets", None)
     cells = []
@@ -87,8 +88,9 @@ def write_student_edition(target: Path, root: Path = ROOT) -> list[tuple[Path, b
     already exactly this (so running it twice changes nothing)."""
     target = Path(target)
     if target.exists() and not target.is_dir():
-        raise NotADirectoryError(f"expected a folder for the student edition, got the file "
-                                 f"{target}")
+        raise NotADirectoryError(
+            f"expected a folder for the student edition, got the file {target}"
+        )
     notebooks = course_notebooks(root)
     if not notebooks:
         raise FileNotFoundError(f"no notebooks/NN_*.ipynb under {root}")
@@ -114,8 +116,10 @@ def main(argv: list[str]) -> int:
     target = Path(argv[0]) if argv else ROOT / "student"
     for path, written in write_student_edition(target):
         print(f"{'wrote' if written else 'unchanged'}: {path}")
-    print("Run them with the course kernel (./course.sh lab opens the whole course; the "
-          "notebooks import helpers/ and find data/ from any folder).")
+    print(
+        "Run them with the course kernel (./course.sh lab opens the whole course; the "
+        "notebooks import helpers/ and find data/ from any folder)."
+    )
     return 0
 
 

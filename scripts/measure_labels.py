@@ -35,13 +35,22 @@ def labelled_clips() -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
     yield "real", real.name, real.audio, real.labels.voicing
     for family in ("white", "pink"):
         for seed in NOISE_SEEDS:
-            noise = (np.random.default_rng(seed).standard_normal(len(real.audio))
-                     if family == "white" else make_noise(family, len(real.audio), seed))
-            yield ("real in noise", f"{real.name}_{family}{seed}",
-                   mix(real.audio, noise, SNR_DB), real.labels.voicing)
-    for group, mixtures in (("capstone held-back", capstone_data.held_back_mixtures),
-                            ("capstone validation", capstone_data.validation_mixtures),
-                            ("capstone wider", capstone_data.wider_held_back_mixtures)):
+            noise = (
+                np.random.default_rng(seed).standard_normal(len(real.audio))
+                if family == "white"
+                else make_noise(family, len(real.audio), seed)
+            )
+            yield (
+                "real in noise",
+                f"{real.name}_{family}{seed}",
+                mix(real.audio, noise, SNR_DB),
+                real.labels.voicing,
+            )
+    for group, mixtures in (
+        ("capstone held-back", capstone_data.held_back_mixtures),
+        ("capstone validation", capstone_data.validation_mixtures),
+        ("capstone wider", capstone_data.wider_held_back_mixtures),
+    ):
         seen = set()
         for mixture in mixtures():
             if mixture.clean_name not in seen:
@@ -60,12 +69,15 @@ def main() -> None:
         with_rule[group].append(agree.mean())
         without_rule[group].append(agree_without.mean())
         if not np.array_equal(agree, agree_without):
-            changed.append(f"{name}: {agree_without.sum()} -> {agree.sum()} of {len(agree)} "
-                           "frames agree")
+            changed.append(
+                f"{name}: {agree_without.sum()} -> {agree.sum()} of {len(agree)} frames agree"
+            )
     print(f"{'group':22s} {'clips':>5s} {'without rule':>13s} {'with rule':>10s}")
     for group in with_rule:
-        print(f"{group:22s} {len(with_rule[group]):5d} {np.mean(without_rule[group]):13.1%} "
-              f"{np.mean(with_rule[group]):10.1%}")
+        print(
+            f"{group:22s} {len(with_rule[group]):5d} {np.mean(without_rule[group]):13.1%} "
+            f"{np.mean(with_rule[group]):10.1%}"
+        )
     total = sum(len(v) for v in with_rule.values())
     print(f"clips where any frame's agreement changes ({len(changed)} of {total}):")
     for line in changed:

@@ -19,8 +19,8 @@
   (``- **Exercise 0.1** (`name`): 4 minutes``; ``about 15 minutes each`` counts once per
   exercise of that notebook).
 
-The *size limits* of the course conventions (``tests/test_conventions.py``) count as the
-issues define them, more strictly than the minutes do:
+The *size limits* of the course conventions (``scripts/lint_course.py``) count more strictly
+than the minutes do:
 
 * ``visible_code_lines``: every non-blank, non-comment line of every code cell except proof
   cells, the exercises' starting code and checker calls included;
@@ -29,8 +29,8 @@ issues define them, more strictly than the minutes do:
 
 ``python scripts/notebook_minutes.py`` prints, per notebook, the visible code lines, the prose
 words, the ``assert`` lines outside proof and lesson-assert cells, the minutes, and the
-README's figure; ``tests/test_minutes.py`` fails when the README's course map or a notebook's
-own "Time" line is more than 30 % off. After changing a notebook, rerun it and put the
+README's figure; ``scripts/lint_course.py`` reports a README course-map row or a notebook's
+own "Time" line more than 30 % off. After changing a notebook, rerun it and put the
 rounded total in both.
 """
 
@@ -58,7 +58,8 @@ MAP_ROW = re.compile(r"^\|\s*\[`(\d\d_\w+)`\]\([^)]*\)\s*\|.*\|\s*(\d+)\s*\|\s*$
 TIME_LINE = re.compile(r"\*\*Time(?:\*\*\s*\||:\*\*)\s*about (\d+) minutes")
 ASSERT = re.compile(r"^\s*assert\b")
 EXERCISE_BULLET = re.compile(  # a bullet may go on over indented lines
-    r"^- \*\*Exercises?\b(?:[^\n]|\n(?=  ))*?(\d+)\s+minutes(\s+each)?", re.M)
+    r"^- \*\*Exercises?\b(?:[^\n]|\n(?=  ))*?(\d+)\s+minutes(\s+each)?", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,12 @@ def is_proof(cell: dict) -> bool:
 
 def code_lines(text: str) -> int:
     """Non-blank lines that are not only a comment."""
-    return sum(1 for line in text.splitlines()
-               if line.strip() and not line.strip().startswith("#"))
+    return sum(1 for line in text.splitlines() if line.strip() and not line.strip().startswith("#"))
 
 
-def exercise_minutes(notebook: str, count: int,
-                     instructors: str | Path = ROOT / "INSTRUCTORS.md") -> float:
+def exercise_minutes(
+    notebook: str, count: int, instructors: str | Path = ROOT / "INSTRUCTORS.md"
+) -> float:
     """The minutes INSTRUCTORS.md gives the exercises of ``notebook`` (``NN_name``)."""
     if count == 0:
         return 0.0
@@ -116,15 +117,18 @@ def exercise_minutes(notebook: str, count: int,
     section = re.search(rf"^### {notebook[:2]} .*?(?=^### |^## |\Z)", text, re.M | re.S)
     bullets = EXERCISE_BULLET.findall(section.group(0)) if section else []
     if not bullets:
-        raise ValueError(f"INSTRUCTORS.md has no '- **Exercise ...**: N minutes' bullet in a "
-                         f"'### {notebook[:2]} ...' section; {notebook} has {count} exercise(s)")
+        raise ValueError(
+            f"INSTRUCTORS.md has no '- **Exercise ...**: N minutes' bullet in a "
+            f"'### {notebook[:2]} ...' section; {notebook} has {count} exercise(s)"
+        )
     if len(bullets) == 1 and bullets[0][1]:  # "about 15 minutes each"
         return float(bullets[0][0]) * count
     return float(sum(int(minutes) for minutes, _ in bullets))
 
 
-def notebook_minutes(path: str | Path, instructors: str | Path = ROOT / "INSTRUCTORS.md"
-                     ) -> Minutes:
+def notebook_minutes(
+    path: str | Path, instructors: str | Path = ROOT / "INSTRUCTORS.md"
+) -> Minutes:
     """Measure one notebook (``.ipynb``): prose words, visible code lines, exercises, and the
     ``assert`` lines a learner sees (outside proof and lesson-assert cells)."""
     path = Path(path)
@@ -141,8 +145,10 @@ def notebook_minutes(path: str | Path, instructors: str | Path = ROOT / "INSTRUC
             lines += sum(code_lines(b.strip("`").partition("\n")[2]) for b in FENCE.findall(text))
         elif cell["cell_type"] == "markdown":
             outside_details = DETAILS.sub(" ", text)
-            lines += sum(code_lines(block.strip("`").partition("\n")[2])
-                         for block in FENCE.findall(outside_details))
+            lines += sum(
+                code_lines(block.strip("`").partition("\n")[2])
+                for block in FENCE.findall(outside_details)
+            )
             prose = TAG.sub(" ", FENCE.sub(" ", text))
             prose = re.sub(r"^\|[-|: ]+\|$", " ", prose, flags=re.M)  # table rules
             words += len(WORD.findall(prose))
@@ -159,9 +165,16 @@ def notebook_minutes(path: str | Path, instructors: str | Path = ROOT / "INSTRUC
                 checker_cell_next = False
             elif not is_proof(cell):
                 lines += code_lines(text)
-    return Minutes(path.stem, words, lines, exercises,
-                   exercise_minutes(path.stem, exercises, instructors), asserts,
-                   visible, source_words)
+    return Minutes(
+        path.stem,
+        words,
+        lines,
+        exercises,
+        exercise_minutes(path.stem, exercises, instructors),
+        asserts,
+        visible,
+        source_words,
+    )
 
 
 def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
@@ -184,16 +197,22 @@ def stated_minutes(path: str | Path) -> int:
 
 def main() -> int:
     stated = readme_minutes()
-    print("size: visible code lines and prose words as the size limits count them;\n"
-          "code/words: what the minutes count (exercise code and tags left out)")
-    print(f"{'notebook':28s} {'size':>10s} {'code':>5s} {'words':>6s} {'asserts':>7s} "
-          f"{'ex':>3s} {'minutes':>8s} {'README':>7s} {'Time':>5s}")
+    print(
+        "size: visible code lines and prose words as the size limits count them;\n"
+        "code/words: what the minutes count (exercise code and tags left out)"
+    )
+    print(
+        f"{'notebook':28s} {'size':>10s} {'code':>5s} {'words':>6s} {'asserts':>7s} "
+        f"{'ex':>3s} {'minutes':>8s} {'README':>7s} {'Time':>5s}"
+    )
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         m = notebook_minutes(path)
         size = f"{m.visible_code_lines}/{m.prose_words}"
-        print(f"{m.notebook:28s} {size:>10s} {m.code_lines:5d} {m.words:6d} {m.asserts:7d} "
-              f"{m.exercises:3d} {m.total:8.1f} {stated.get(m.notebook, '-'):>7} "
-              f"{stated_minutes(path):>5}")
+        print(
+            f"{m.notebook:28s} {size:>10s} {m.code_lines:5d} {m.words:6d} {m.asserts:7d} "
+            f"{m.exercises:3d} {m.total:8.1f} {stated.get(m.notebook, '-'):>7} "
+            f"{stated_minutes(path):>5}"
+        )
     return 0
 
 

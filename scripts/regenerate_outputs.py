@@ -10,6 +10,8 @@ test command: nbval compares the fresh run against what this stored. Cells tagge
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import sys
 import sysconfig
@@ -25,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def regenerate(path: Path) -> float:
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:
+        if cell.cell_type == "markdown" and cell.metadata.get("source_of"):
+            cell.source = shown_source(cell.metadata["source_of"])
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -32,8 +36,13 @@ def regenerate(path: Path) -> float:
     env_backend = os.environ.pop("MPLBACKEND", None)  # Agg in a kernel stores no figures
     started = time.perf_counter()
     try:
-        NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(
+            notebook,
+            timeout=600,
+            kernel_name="python3",
+            record_timing=False,
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
     finally:
         if env_backend is not None:
             os.environ["MPLBACKEND"] = env_backend
@@ -43,12 +52,22 @@ def regenerate(path: Path) -> float:
     return elapsed
 
 
+def shown_source(target: str) -> str:
+    """A helper's code as a Markdown cell shows it (metadata ``source_of``:
+    ``"module:function"``): a fenced block, so editing the helper never changes an output."""
+    module, _, name = target.partition(":")
+    code = inspect.getsource(getattr(importlib.import_module(module), name)).rstrip("\n")
+    return f"```python\n{code}\n```"
+
+
 def _drop_machine_paths(notebook) -> None:
     """Tracebacks name files by absolute path: the environment's site-packages and this
     checkout. Store them as ``site-packages/...`` and ``helpers/...``, the same on any machine
     (nbval does not compare tracebacks; this is for the reader, and keeps diffs quiet)."""
-    prefixes = [(sysconfig.get_paths()["purelib"] + os.sep, "site-packages" + os.sep),
-                (str(ROOT) + os.sep, "")]
+    prefixes = [
+        (sysconfig.get_paths()["purelib"] + os.sep, "site-packages" + os.sep),
+        (str(ROOT) + os.sep, ""),
+    ]
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":

@@ -4,7 +4,7 @@
     python scripts/train_capstone.py --check    # retrain in memory, compare SHA-256s with data/
 
 Same machine, same pins: the same bytes (op determinism, seeded noise). Another processor may
-change the last bits of the weights (CONTRIBUTING.md, printing policy), so --check can only
+change the last bits of the weights (CONTRIBUTING.md, "Stored outputs"), so --check can only
 pass where the weights were made. After writing new weights run scripts/make_data.py, which
 records their SHA-256 in data/manifest.json.
 """
@@ -27,23 +27,36 @@ from helpers.capstone import (
 from helpers.course import make_deterministic
 
 
-def trained_bytes(loss: str, steps: int = SHIPPED_TRAIN_STEPS, clips: int | None = None,
-                  seed: int = 0, extra_utterances: int = SHIPPED_EXTRA_UTTERANCES,
-                  noise_instances: int = SHIPPED_NOISE_INSTANCES) -> bytes:
+def trained_bytes(
+    loss: str,
+    steps: int = SHIPPED_TRAIN_STEPS,
+    clips: int | None = None,
+    seed: int = 0,
+    extra_utterances: int = SHIPPED_EXTRA_UTTERANCES,
+    noise_instances: int = SHIPPED_NOISE_INSTANCES,
+) -> bytes:
     """The weights file ``train_shipped(loss, seed, ...)`` gives, as bytes (the arguments
     shrink the shipped run for a test)."""
     make_deterministic(seed)
-    return weights_bytes(train_shipped(loss, seed, steps, clips, extra_utterances,
-                                       noise_instances).model)
+    return weights_bytes(
+        train_shipped(loss, seed, steps, clips, extra_utterances, noise_instances).model
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="retrain and compare with the weights in data/capstone/")
-    parser.add_argument("--loss", choices=TRAINED_LOSSES, action="append",
-                        help="train only this loss (repeatable); all by default: the two "
-                             "compared models and the ablation's three variants")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="retrain and compare with the weights in data/capstone/",
+    )
+    parser.add_argument(
+        "--loss",
+        choices=TRAINED_LOSSES,
+        action="append",
+        help="train only this loss (repeatable); all by default: the two "
+        "compared models and the ablation's three variants",
+    )
     args = parser.parse_args()
     failed = 0
     for loss in args.loss or TRAINED_LOSSES:

@@ -31,10 +31,10 @@ def clips():
     silence = load_clip("silence")
     return {
         "voiced": make_example("voiced", *excerpt(vowel.clean, vowel.labels, 0, 12), seed=1),
-        "mixed": make_example("mixed", *excerpt(utterance.clean, utterance.labels, 0, 24),
-                              seed=2),
-        "unvoiced": make_example("unvoiced", *excerpt(utterance.clean, utterance.labels, 26, 40),
-                                 seed=3),
+        "mixed": make_example("mixed", *excerpt(utterance.clean, utterance.labels, 0, 24), seed=2),
+        "unvoiced": make_example(
+            "unvoiced", *excerpt(utterance.clean, utterance.labels, 26, 40), seed=3
+        ),
         "silent": make_example("silent", *excerpt(silence.clean, silence.labels, 0, 12), seed=4),
     }
 

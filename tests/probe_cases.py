@@ -181,8 +181,12 @@ def lambda_layer_thresholds():
     """A Lambda layer with a non-differentiable threshold (tensorflow/tensorflow#42311)."""
     front = keras.layers.Dense(4, name="front")
     keras.utils.set_random_seed(0)
-    model = _mlp(front, keras.layers.Lambda(lambda t: tf.cast(t > 0.0, tf.float32)),
-                 keras.layers.Dense(1, name="back"), name="lam")
+    model = _mlp(
+        front,
+        keras.layers.Lambda(lambda t: tf.cast(t > 0.0, tf.float32)),
+        keras.layers.Dense(1, name="back"),
+        name="lam",
+    )
     with GradientProbe() as probe:
         hidden = probe.mark("hidden", model.layers[0](_x()))
         gated = probe.mark("gated", model.layers[1](hidden))
@@ -196,8 +200,9 @@ class _Buffered(keras.layers.Layer):
     family: stateful assignment inside call)."""
 
     def build(self, input_shape):
-        self.buffer = self.add_weight(shape=(4, input_shape[-1]), trainable=False,
-                                      initializer="zeros", name="buffer")
+        self.buffer = self.add_weight(
+            shape=(4, input_shape[-1]), trainable=False, initializer="zeros", name="buffer"
+        )
 
     def call(self, x):
         self.buffer.assign(x)
@@ -215,9 +220,10 @@ def assign_inside_call():
 
 
 def softmax_output_with_keras_loss():
-    """Keras 3 losses read the logits behind a softmax output (issue 10, defect 1): healthy."""
-    model = _mlp(keras.layers.Dense(5, activation="relu"),
-                 keras.layers.Dense(3, activation="softmax"))
+    """Keras 3 losses read the logits behind a softmax output: healthy."""
+    model = _mlp(
+        keras.layers.Dense(5, activation="relu"), keras.layers.Dense(3, activation="softmax")
+    )
     with GradientProbe() as probe:
         probs = probe.mark("probs", model(_x()))
         loss = keras.losses.CategoricalCrossentropy()(tf.one_hot([0, 1, 2, 1], 3), probs)
@@ -227,29 +233,33 @@ def softmax_output_with_keras_loss():
 # case: (first break or None, intact, causes that must appear, report statuses, hint word)
 PUBLIC = {
     predict_inside_the_tape: ((VARIABLES, "pred"), False, set(), "all none", "cut:"),
-    model_called_before_the_tape: ((VARIABLES, "probs"), False, {"unread"}, "all none",
-                                   "cut:"),
-    losses_collected_as_python_floats: (("y_pred", "spread"), False, set(), "all none",
-                                        "cut:"),
+    model_called_before_the_tape: ((VARIABLES, "probs"), False, {"unread"}, "all none", "cut:"),
+    losses_collected_as_python_floats: (("y_pred", "spread"), False, set(), "all none", "cut:"),
     numpy_in_the_loss: (("y_pred", LOSS), False, set(), "all none", "cut:"),
     argmax_in_the_loss: (("logits", "guess"), False, set(), "all none", "cut:"),
-    input_gradient_never_watched: ((VARIABLES, "probs"), False, {"unwatched"}, "all none",
-                                   "tape.watch"),
+    input_gradient_never_watched: (
+        (VARIABLES, "probs"),
+        False,
+        {"unwatched"},
+        "all none",
+        "tape.watch",
+    ),
     watch_model_inputs: (TypeError, None, set(), None, None),
-    gradient_for_token_ids: ((VARIABLES, "vectors"), False, {"integer"}, "some none",
-                             "integer"),
-    batch_norm_in_model_variables: (None, False, {"untrainable"}, "some none",
-                                    "not trainable"),
+    gradient_for_token_ids: ((VARIABLES, "vectors"), False, {"integer"}, "some none", "integer"),
+    batch_norm_in_model_variables: (None, False, {"untrainable"}, "some none", "not trainable"),
     weights_derived_in_build: ((VARIABLES, "q"), False, {"unread"}, "all none", "cut:"),
     layer_output_dropped: ((VARIABLES, "out"), False, {"cut"}, "some none", "not used"),
-    variable_rebound_to_a_tensor: ((VARIABLES, "out"), False, {"unwatched"}, "all none",
-                                   "tape.watch"),
+    variable_rebound_to_a_tensor: (
+        (VARIABLES, "out"),
+        False,
+        {"unwatched"},
+        "all none",
+        "tape.watch",
+    ),
     lambda_layer_thresholds: (("hidden", "gated"), False, set(), "some none", "not used"),
     assign_inside_call: (("hidden", "out"), False, set(), "all none", "cut:"),
     softmax_output_with_keras_loss: (None, True, set(), "all ok", None),
 }
-
-
 
 
 # -- the second set: reduced public reports the locator used to miss, and healthy controls ----
@@ -309,8 +319,9 @@ def _before_after(op):
 def py_function_with_a_numpy_body():
     """A NumPy body in tf.py_function (tensorflow/tensorflow#36276): TensorFlow's own gradient
     raises. Used to crash the probe (KeyError: b'pyfunc_0')."""
-    return _before_after(lambda out: tf.py_function(
-        lambda t: tf.constant(t.numpy() * 2.0), [out], tf.float32))
+    return _before_after(
+        lambda out: tf.py_function(lambda t: tf.constant(t.numpy() * 2.0), [out], tf.float32)
+    )
 
 
 def numpy_function_in_the_loss():
@@ -347,8 +358,9 @@ class _Int8(keras.layers.Layer):
 def int8_cast_inside_a_sequential():
     """Quantisation inside a model (tensorflow/tensorflow#33337), marks on input and output
     only. Used to add a false "computed before the `with` block" note."""
-    model = _seq(keras.layers.Dense(4, name="a"), _Int8(name="quantise"),
-                 keras.layers.Dense(3, name="b"))
+    model = _seq(
+        keras.layers.Dense(4, name="a"), _Int8(name="quantise"), keras.layers.Dense(3, name="b")
+    )
     with GradientProbe() as probe:
         x = probe.mark("input", _x())
         loss = tf.reduce_sum(probe.mark("output", model(x)))
@@ -419,8 +431,12 @@ class _Block(keras.Model):
     def __init__(self):
         super().__init__(name="net")
         self.enc = keras.layers.Dense(4, name="enc")
-        self.inner = _seq(keras.layers.Dense(4, activation="relu", name="mid"),
-                          keras.layers.Dropout(0.2), inputs=4, name="inner")
+        self.inner = _seq(
+            keras.layers.Dense(4, activation="relu", name="mid"),
+            keras.layers.Dropout(0.2),
+            inputs=4,
+            name="inner",
+        )
         self.dec = keras.layers.Dense(2, name="dec")
 
     def call(self, x, training=False):
@@ -455,15 +471,27 @@ def control_functional_two_branches_with_gru():
 # case: (first break or None, intact, causes that must appear, words that must not appear)
 ASIDE = {
     watched_integer_token_ids: ((VARIABLES, "vectors"), False, {"integer"}, ["the variables"]),
-    derived_weights_after_a_healthy_layer: ((VARIABLES, "seq/derived"), False, {"unread"},
-                                            ["seq/front'"]),
+    derived_weights_after_a_healthy_layer: (
+        (VARIABLES, "seq/derived"),
+        False,
+        {"unread"},
+        ["seq/front'"],
+    ),
     py_function_with_a_numpy_body: (("before", "after"), False, set(), ["reach no mark"]),
     numpy_function_in_the_loss: (("before", "after"), False, {"cut"}, []),
     custom_gradient_returning_none: (("before", "after"), False, {"cut"}, []),
-    loss_weight_read_as_a_python_float: ((VARIABLES, "float() (conversion 1)"), False,
-                                         {"cut"}, ["before 'denoised'"]),
-    int8_cast_inside_a_sequential: ((VARIABLES, "output"), False, {"cut"},
-                                    ["computed before the `with` block"]),
+    loss_weight_read_as_a_python_float: (
+        (VARIABLES, "float() (conversion 1)"),
+        False,
+        {"cut"},
+        ["before 'denoised'"],
+    ),
+    int8_cast_inside_a_sequential: (
+        (VARIABLES, "output"),
+        False,
+        {"cut"},
+        ["computed before the `with` block"],
+    ),
     layer_created_inside_the_step: ((VARIABLES, "out"), False, {"unread"}, []),
     control_frozen_layer_in_model_weights: (None, True, set(), ["broken"]),
     numpy_in_a_gan_step: (("fake", "score"), False, {"cut"}, []),

@@ -33,8 +33,10 @@ def test_frame_count_and_centres_match_librosa(length):
     padded = np.pad(x, FRAME_LENGTH // 2)
     reference = librosa.util.frame(padded, frame_length=FRAME_LENGTH, hop_length=HOP_LENGTH).T
     assert frames.shape == reference.shape == (num_frames(length), FRAME_LENGTH)
-    assert len(librosa.frames_to_samples(np.arange(frames.shape[0]), hop_length=HOP_LENGTH)) \
+    assert (
+        len(librosa.frames_to_samples(np.arange(frames.shape[0]), hop_length=HOP_LENGTH))
         == frames.shape[0]
+    )
     np.testing.assert_array_equal(frames, reference)
     # frame t is centred on sample t * hop: its middle sample is x[t * hop]
     t = min(3, frames.shape[0] - 1)
@@ -46,8 +48,9 @@ def test_frame_count_and_centres_match_librosa(length):
 def test_stft_matches_librosa_center_true(length):
     x = NOISE[:length]
     ours = stft(x)
-    theirs = librosa.stft(x, n_fft=FRAME_LENGTH, hop_length=HOP_LENGTH, center=True,
-                          pad_mode="constant").T  # librosa: (bins, frames)
+    theirs = librosa.stft(
+        x, n_fft=FRAME_LENGTH, hop_length=HOP_LENGTH, center=True, pad_mode="constant"
+    ).T  # librosa: (bins, frames)
     assert ours.dtype == tf.complex64
     assert ours.shape == theirs.shape == (num_frames(length), FRAME_LENGTH // 2 + 1)
     np.testing.assert_allclose(ours.numpy(), theirs, atol=1e-4)
@@ -55,8 +58,9 @@ def test_stft_matches_librosa_center_true(length):
 
 
 def test_hann_window_is_periodic_like_librosa():
-    np.testing.assert_allclose(hann_window().numpy(),
-                               librosa.filters.get_window("hann", FRAME_LENGTH), atol=1e-6)
+    np.testing.assert_allclose(
+        hann_window().numpy(), librosa.filters.get_window("hann", FRAME_LENGTH), atol=1e-6
+    )
 
 
 # Lengths: hop multiples, one past, not multiples, shorter than a hop and than a frame.
@@ -105,8 +109,11 @@ def test_stft_and_istft_are_differentiable_and_run_in_tf_function():
     def roundtrip(x):
         return istft(stft(x), 1000)
 
-    np.testing.assert_allclose(roundtrip(tf.constant(NOISE[:1000])).numpy(),
-                               istft(stft(NOISE[:1000]), 1000).numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        roundtrip(tf.constant(NOISE[:1000])).numpy(),
+        istft(stft(NOISE[:1000]), 1000).numpy(),
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("length", [100, 300, 4000])
@@ -172,13 +179,16 @@ def test_snr():
     assert snr_db(NOISE, NOISE * 1.1) == pytest.approx(20.0, abs=1e-4)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (np.zeros((2, 2, 10), np.float32), "shape"),
-    (np.zeros(0, np.float32), "empty"),
-    (np.full(100, np.nan, np.float32), "all NaN"),
-    (np.array([0.1, np.nan] * 50, np.float32), "NaN/inf samples"),
-    (np.arange(100, dtype=np.int16), "floating point"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.zeros((2, 2, 10), np.float32), "shape"),
+        (np.zeros(0, np.float32), "empty"),
+        (np.full(100, np.nan, np.float32), "all NaN"),
+        (np.array([0.1, np.nan] * 50, np.float32), "NaN/inf samples"),
+        (np.arange(100, dtype=np.int16), "floating point"),
+    ],
+)
 @pytest.mark.parametrize("function", [frame, stft, stft_magnitude])
 def test_framing_rejects_bad_audio(function, bad, message):
     with pytest.raises(AudioError, match=message):
@@ -226,8 +236,9 @@ def test_framing_and_stft_run_inside_tf_function():
     def magnitude(x):
         return stft_magnitude(x)
 
-    np.testing.assert_allclose(magnitude(tf.constant(NOISE)).numpy(),
-                               stft_magnitude(NOISE).numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        magnitude(tf.constant(NOISE)).numpy(), stft_magnitude(NOISE).numpy(), atol=1e-6
+    )
     with pytest.raises(AudioError, match="shape"):  # shape checks still apply while tracing
         magnitude(tf.zeros((2, 2, 10)))
 
@@ -252,11 +263,14 @@ def test_level_change_db_over_chosen_frames_and_pooled():
     assert pooled == pytest.approx(10 * np.log10(frame_energies(loud).sum() / total))
 
 
-@pytest.mark.parametrize("frames, match", [
-    (np.zeros(63, bool), "with energy before"),
-    (np.ones(10, bool), "boolean mask of the clip's 63 frames"),
-    (np.ones(63, int), "boolean mask"),
-])
+@pytest.mark.parametrize(
+    "frames, match",
+    [
+        (np.zeros(63, bool), "with energy before"),
+        (np.ones(10, bool), "boolean mask of the clip's 63 frames"),
+        (np.ones(63, int), "boolean mask"),
+    ],
+)
 def test_level_change_db_refuses_frames_that_do_not_fit(frames, match):
     from helpers.audio import level_change_db
 

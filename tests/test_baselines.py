@@ -21,8 +21,9 @@ def test_si_sdr_is_scale_invariant_and_ranks_cleaner_higher():
     rng = np.random.default_rng(0)
     clean = rng.standard_normal(16000)
     noise = rng.standard_normal(16000)
-    assert si_sdr(clean, 0.3 * clean + 0.1 * noise) == pytest.approx(si_sdr(clean, clean
-                                                                            + noise / 3))
+    assert si_sdr(clean, 0.3 * clean + 0.1 * noise) == pytest.approx(
+        si_sdr(clean, clean + noise / 3)
+    )
     assert si_sdr(clean, clean + 0.1 * noise) > si_sdr(clean, clean + noise)
     assert stoi(clean, clean) == pytest.approx(1.0, abs=1e-3)
 
@@ -33,8 +34,10 @@ def test_classical_filters_keep_the_length_and_help_where_they_should():
     assert out.shape == mixture.audio.shape
     assert si_sdr(mixture.clean, out) > si_sdr(mixture.clean, mixture.audio) + 3
     assert lowpass(mixture.audio, 2000.0).shape == mixture.audio.shape
-    assert best_setting(lambda x, s: x * s, [0.5, 1.0], [(mixture.clean, mixture.audio)]) \
-        in (0.5, 1.0)
+    assert best_setting(lambda x, s: x * s, [0.5, 1.0], [(mixture.clean, mixture.audio)]) in (
+        0.5,
+        1.0,
+    )
 
 
 def test_noisereduce_gating_keeps_the_length_and_turns_noise_only_stretches_down():

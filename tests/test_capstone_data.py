@@ -36,11 +36,11 @@ def test_held_back_set_is_split_by_utterance_and_by_noise_instance():
     training = [clip.clean for clip in capstone_training_set()]
     # first differences: brown noise is so smooth that any two 25 ms windows look alike
     noises = np.diff(np.concatenate([train_noise(f) for f in NOISE_FAMILIES]).astype(np.float64))
-    energy = np.convolve(noises ** 2, np.ones(400), "valid")
+    energy = np.convolve(noises**2, np.ones(400), "valid")
 
     def best_match(window):  # highest normalised correlation of window anywhere in noises
         match = np.abs(signal.oaconvolve(noises, window[::-1], "valid"))
-        return (match / np.sqrt(np.sum(window ** 2) * np.maximum(energy, 1e-12))).max()
+        return (match / np.sqrt(np.sum(window**2) * np.maximum(energy, 1e-12))).max()
 
     assert best_match(noises[70000:70400]) > 0.99  # the check finds a reused window
     for m in mixtures:
@@ -74,12 +74,17 @@ def test_the_wider_held_back_set_is_disjoint_from_training_and_from_the_shipped_
         wider_held_back_mixtures,
     )
 
-    assert not set(WIDER_HELD_BACK_SEEDS) & (set(CAPSTONE_TRAIN_SEEDS)
-                                             | set(CAPSTONE_HELD_BACK_SEEDS))
+    assert not set(WIDER_HELD_BACK_SEEDS) & (
+        set(CAPSTONE_TRAIN_SEEDS) | set(CAPSTONE_HELD_BACK_SEEDS)
+    )
     last_wider = WIDER_NOISE_SEED + 10 * len(WIDER_HELD_BACK_SEEDS)
     last_shipped = HELD_BACK_NOISE_SEED + 10 * len(CAPSTONE_HELD_BACK_SEEDS)
-    assert TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES <= HELD_BACK_NOISE_SEED \
-        < last_shipped <= WIDER_NOISE_SEED
+    assert (
+        TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES
+        <= HELD_BACK_NOISE_SEED
+        < last_shipped
+        <= WIDER_NOISE_SEED
+    )
     assert last_wider > WIDER_NOISE_SEED
     mixtures = wider_held_back_mixtures()
     assert len(mixtures) == 5 * len(WIDER_HELD_BACK_SEEDS)
@@ -99,12 +104,15 @@ def test_the_validation_set_is_disjoint_from_training_and_both_held_back_sets():
         validation_mixtures,
     )
 
-    assert not set(VALIDATION_SEEDS) & (set(CAPSTONE_TRAIN_SEEDS) | set(CAPSTONE_HELD_BACK_SEEDS)
-                                        | set(WIDER_HELD_BACK_SEEDS))
+    assert not set(VALIDATION_SEEDS) & (
+        set(CAPSTONE_TRAIN_SEEDS) | set(CAPSTONE_HELD_BACK_SEEDS) | set(WIDER_HELD_BACK_SEEDS)
+    )
     shipped_stop = HELD_BACK_NOISE_SEED + 10 * len(CAPSTONE_HELD_BACK_SEEDS)
-    noise_ranges = [(TRAIN_NOISE_SEED, TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES),
-                    (HELD_BACK_NOISE_SEED, shipped_stop),
-                    (WIDER_NOISE_SEED, WIDER_NOISE_SEED + 10 * len(WIDER_HELD_BACK_SEEDS))]
+    noise_ranges = [
+        (TRAIN_NOISE_SEED, TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES),
+        (HELD_BACK_NOISE_SEED, shipped_stop),
+        (WIDER_NOISE_SEED, WIDER_NOISE_SEED + 10 * len(WIDER_HELD_BACK_SEEDS)),
+    ]
     validation = (VALIDATION_NOISE_SEED, VALIDATION_NOISE_SEED + 10 * len(VALIDATION_SEEDS))
     assert all(validation[0] >= stop or validation[1] <= start for start, stop in noise_ranges)
     mixtures = validation_mixtures()
@@ -122,7 +130,7 @@ def test_the_offline_runs_extra_training_data_is_disjoint_from_every_held_back_s
     assert not set(EXTRA_TRAIN_SEEDS) & (held_back | set(CAPSTONE_TRAIN_SEEDS))
     assert capstone.SHIPPED_EXTRA_UTTERANCES <= len(EXTRA_TRAIN_SEEDS)
     assert capstone.SHIPPED_NOISE_INSTANCES <= TRAIN_NOISE_INSTANCES
-    extra, = extra_training_utterances(1)
+    (extra,) = extra_training_utterances(1)
     assert extra.name == f"train_{EXTRA_TRAIN_SEEDS[0]}" and extra.audio is extra.clean
     extra.labels.check_fits(len(extra.clean))
     assert len(extra.clean) == len(capstone_training_set()[0].clean)  # batches with the others
@@ -130,7 +138,8 @@ def test_the_offline_runs_extra_training_data_is_disjoint_from_every_held_back_s
     assert train_noise("pink", 1).shape == train_noise("pink").shape
     assert abs(np.corrcoef(train_noise("pink", 1), train_noise("pink"))[0, 1]) < 0.5
     assert TRAIN_NOISE_SEED + 10 * TRAIN_NOISE_INSTANCES <= min(
-        e["noise_seed"] for e in capstone_manifest()["mixtures"])
+        e["noise_seed"] for e in capstone_manifest()["mixtures"]
+    )
 
 
 def test_extra_training_data_bad_arguments():
@@ -158,17 +167,18 @@ def test_real_speech_holds_back_one_utterance_of_each_speaker_with_fresh_noise()
         # real pauses hold room noise, not digital zeros, and the labels still find them
         silent = mixture.labels.silent
         assert silent.any() and mixture.labels.voiced.any()
-        assert np.mean(mixture.clean[np.repeat(silent, 256)[:len(mixture.clean)]] == 0) < 0.5
-        measured = 10 * np.log10(np.mean(mixture.clean ** 2)
-                                 / np.mean((mixture.audio - mixture.clean) ** 2))
+        assert np.mean(mixture.clean[np.repeat(silent, 256)[: len(mixture.clean)]] == 0) < 0.5
+        measured = 10 * np.log10(
+            np.mean(mixture.clean**2) / np.mean((mixture.audio - mixture.clean) ** 2)
+        )
         assert measured == pytest.approx(5.0, abs=0.01)
     # no noise window of the real test set appears in the training noise or in the real
     # validation set's noise (normalised correlation of first differences, as above)
     others = [train_noise(f) for f in NOISE_FAMILIES] + [m.audio - m.clean for m in validation]
     pool = np.diff(np.concatenate(others).astype(np.float64))
-    energy = np.convolve(pool ** 2, np.ones(400), "valid")
+    energy = np.convolve(pool**2, np.ones(400), "valid")
     for mixture in held:
         window = np.diff((mixture.audio - mixture.clean).astype(np.float64))[4000:4400]
         match = np.abs(signal.oaconvolve(pool, window[::-1], "valid"))
-        best = (match / np.sqrt(np.sum(window ** 2) * np.maximum(energy, 1e-12))).max()
+        best = (match / np.sqrt(np.sum(window**2) * np.maximum(energy, 1e-12))).max()
         assert best < 0.9, f"{mixture.name}: its noise is in the training or validation noise"

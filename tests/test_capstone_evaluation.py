@@ -11,8 +11,10 @@ from helpers.capstone import held_back_mixtures
 
 @pytest.fixture(scope="module")
 def models():
-    return {"question-loss model": capstone.train_denoiser("question"),
-            "masked-loss model": capstone.train_denoiser("masked")}
+    return {
+        "question-loss model": capstone.train_denoiser("question"),
+        "masked-loss model": capstone.train_denoiser("masked"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -41,23 +43,28 @@ def test_the_question_loss_model_fails_the_beats_the_input_check(comparison):
 
 def test_ablation_rows_give_each_set_its_mean_si_sdr_and_level_on_pauses():
     mixtures = held_back_mixtures()[:5]
-    outputs = {"noisy input": [m.audio for m in mixtures],
-               "half as loud": [0.5 * m.audio for m in mixtures]}
+    outputs = {
+        "noisy input": [m.audio for m in mixtures],
+        "half as loud": [0.5 * m.audio for m in mixtures],
+    }
     comparison = capstone.evaluation.Comparison(mixtures, outputs, {})
     rows = capstone.ablation_rows({"synthetic": comparison})
     assert set(rows) == set(outputs)
     assert rows["half as loud"]["synthetic silent"] == pytest.approx(-6.02, abs=0.01)
     # SI-SDR is scale-invariant: turning everything down changes nothing
     assert rows["half as loud"]["synthetic SI-SDR"] == pytest.approx(
-        rows["noisy input"]["synthetic SI-SDR"])
+        rows["noisy input"]["synthetic SI-SDR"]
+    )
     assert capstone.CLASSICAL[2:] == ("noisereduce, stationary", "noisereduce, non-stationary")
 
 
 def test_goal_margins_and_family_margins_measure_against_the_named_systems():
     mixtures = held_back_mixtures()[:5]
-    outputs = {"noisy input": [m.audio for m in mixtures],
-               "question-loss model": [m.audio for m in mixtures],
-               "masked-loss model": [0.5 * m.audio for m in mixtures]}
+    outputs = {
+        "noisy input": [m.audio for m in mixtures],
+        "question-loss model": [m.audio for m in mixtures],
+        "masked-loss model": [0.5 * m.audio for m in mixtures],
+    }
     outputs.update({name: [m.audio for m in mixtures] for name in capstone.CLASSICAL})
     comparison = capstone.evaluation.Comparison(mixtures, outputs, {})
     margins = capstone.evaluation.goal_margins(comparison)

@@ -18,8 +18,10 @@ from helpers.capstone import (
 
 @pytest.fixture(scope="module")
 def models():
-    return {"question-loss model": capstone.train_denoiser("question"),
-            "masked-loss model": capstone.train_denoiser("masked")}
+    return {
+        "question-loss model": capstone.train_denoiser("question"),
+        "masked-loss model": capstone.train_denoiser("masked"),
+    }
 
 
 def test_train_denoiser_loads_both_shipped_models_checked_by_sha256(models):

@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_training_script_reproduces_weights_on_a_tiny_configuration():
-    spec = importlib.util.spec_from_file_location("train_capstone",
-                                                  ROOT / "scripts" / "train_capstone.py")
+    spec = importlib.util.spec_from_file_location(
+        "train_capstone", ROOT / "scripts" / "train_capstone.py"
+    )
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     # the shipped recipe's code path (extra utterances, several noise instances, the decay),
@@ -34,8 +35,17 @@ def test_the_capstone_masked_loss_also_scores_voiced_frames():
     ref_mag, est_mag = magnitudes(mixture.clean, mixture.audio)
     value = float(capstone.recipe.loss_on_magnitudes("masked", ref_mag, est_mag, mixture.labels))
     assert capstone.CAPSTONE_VOICED_WEIGHT > 0
-    assert value == float(masked_loss_on_magnitudes(ref_mag, est_mag, mixture.labels,
-                                                    capstone.CAPSTONE_SILENCE_WEIGHT,
-                                                    voiced_weight=capstone.CAPSTONE_VOICED_WEIGHT))
-    assert value > float(capstone.recipe.loss_on_magnitudes("masked", ref_mag, est_mag,
-                                                     mixture.labels, voiced_weight=0.0))
+    assert value == float(
+        masked_loss_on_magnitudes(
+            ref_mag,
+            est_mag,
+            mixture.labels,
+            capstone.CAPSTONE_SILENCE_WEIGHT,
+            voiced_weight=capstone.CAPSTONE_VOICED_WEIGHT,
+        )
+    )
+    assert value > float(
+        capstone.recipe.loss_on_magnitudes(
+            "masked", ref_mag, est_mag, mixture.labels, voiced_weight=0.0
+        )
+    )

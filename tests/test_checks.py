@@ -16,13 +16,16 @@ def test_is_int_takes_python_and_numpy_integers_but_not_bools_or_floats():
     assert not any(is_int(v) for v in (True, np.bool_(False), 3.0, "3", None))
 
 
-@pytest.mark.parametrize("value, low, high, message", [
-    (0, 1, None, "n must be a positive integer; got 0."),
-    (True, None, None, "n must be an integer; got True."),
-    (5, 0, 4, "n must be an integer in 0..4; got 5."),
-    (-1, 0, None, "n must be an integer >= 0; got -1."),
-    (2.0, None, 9, "n must be an integer <= 9; got 2.0."),
-])
+@pytest.mark.parametrize(
+    "value, low, high, message",
+    [
+        (0, 1, None, "n must be a positive integer; got 0."),
+        (True, None, None, "n must be an integer; got True."),
+        (5, 0, 4, "n must be an integer in 0..4; got 5."),
+        (-1, 0, None, "n must be an integer >= 0; got -1."),
+        (2.0, None, 9, "n must be an integer <= 9; got 2.0."),
+    ],
+)
 def test_check_int_says_what_was_expected(value, low, high, message):
     with pytest.raises(ValueError, match=f"^{message.replace('.', '[.]')}$"):
         check_int(value, "n", low, high)

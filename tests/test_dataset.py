@@ -56,8 +56,9 @@ def test_make_data_reproduces_every_file_bit_for_bit(tmp_path):
 def test_manifest_lists_every_file_with_matching_hash():
     clips = manifest()
     capstone = capstone_manifest()
-    capstone_files = {e["file"]: e["sha256"]
-                      for key in ("train", "held_back", "mixtures") for e in capstone[key]}
+    capstone_files = {
+        e["file"]: e["sha256"] for key in ("train", "held_back", "mixtures") for e in capstone[key]
+    }
     real = {e["file"]: e["sha256"] for e in read_manifest()["real_speech"]}
     wavs = {str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*.wav")}
     assert wavs == {entry["file"] for entry in clips.values()} | set(capstone_files) | set(real)
@@ -80,8 +81,10 @@ def test_manifest_lists_every_file_with_matching_hash():
 
 
 def test_data_set_contents_and_size():
-    kinds = {entry["name"]: {s["kind"] for s in entry.get("segments", [])}
-             for entry in manifest().values()}
+    kinds = {
+        entry["name"]: {s["kind"] for s in entry.get("segments", [])}
+        for entry in manifest().values()
+    }
     vowels = [n for n, k in kinds.items() if k == {"voiced"}]
     assert len(vowels) >= 3
     assert any(k == {"unvoiced"} for k in kinds.values())
@@ -165,12 +168,15 @@ def test_excerpt_frames_sit_on_the_clips_frames():
     np.testing.assert_allclose(part[2:-2], full[2:-2], atol=1e-5)
 
 
-@pytest.mark.parametrize("start, stop, match", [
-    (10, 100, "not inside"),
-    (-1, 5, "not inside"),
-    (5, 5, "not inside"),
-    (5, 6, "at least two frames"),
-])
+@pytest.mark.parametrize(
+    "start, stop, match",
+    [
+        (10, 100, "not inside"),
+        (-1, 5, "not inside"),
+        (5, 5, "not inside"),
+        (5, 6, "at least two frames"),
+    ],
+)
 def test_excerpt_refuses_frames_outside_the_clip(start, stop, match):
     clip = load_clip("silence")
     with pytest.raises(LabelError, match=match):
@@ -235,8 +241,11 @@ def test_noisy_crops_are_seeded_and_keep_the_noise_level():
     np.testing.assert_allclose(crop_noise_power, noise_power, rtol=0.1)
     # each clean crop is a window of its clip's clean audio
     for clip, clean in zip(clips, a[1].numpy()):
-        starts = [s for s in range(len(clip.clean) - 12000 + 1)
-                  if clip.clean[s] == clean[0] and np.array_equal(clip.clean[s:s + 12000], clean)]
+        starts = [
+            s
+            for s in range(len(clip.clean) - 12000 + 1)
+            if clip.clean[s] == clean[0] and np.array_equal(clip.clean[s : s + 12000], clean)
+        ]
         assert starts, clip.name
 
 

@@ -57,8 +57,12 @@ def test_step_model_shapes_and_variables():
     model = make_gru_step_model()
     assert BINS == FRAME_LENGTH // 2 + 1 == 257 and GRU_UNITS == 32
     assert [w.path for w in model.trainable_weights] == [
-        "gru_cell/kernel", "gru_cell/recurrent_kernel", "gru_cell/bias", "mask/kernel",
-        "mask/bias"]
+        "gru_cell/kernel",
+        "gru_cell/recurrent_kernel",
+        "gru_cell/bias",
+        "mask/kernel",
+        "mask/bias",
+    ]
     assert [tuple(i.shape) for i in model.inputs] == [(None, BINS), (None, GRU_UNITS)]
     magnitudes = tf.abs(tf.random.stateless_normal((3, BINS), seed=(1, 2)))
     mask, next_state = model([magnitudes, zero_state(model, 3)])
@@ -70,14 +74,17 @@ def test_step_model_shapes_and_variables():
     assert [tuple(o.shape) for o in small.outputs] == [(None, 17), (None, 5)]
 
 
-@pytest.mark.parametrize("units, bins, match", [
-    (0, 257, "units must be a positive integer"),
-    (-3, 257, "units must be a positive integer"),
-    (True, 257, "units must be a positive integer"),
-    (4, 1, "bins must be an integer >= 2"),
-    (4, 0, "bins must be an integer >= 2"),
-    (4, False, "bins must be an integer >= 2"),
-])
+@pytest.mark.parametrize(
+    "units, bins, match",
+    [
+        (0, 257, "units must be a positive integer"),
+        (-3, 257, "units must be a positive integer"),
+        (True, 257, "units must be a positive integer"),
+        (4, 1, "bins must be an integer >= 2"),
+        (4, 0, "bins must be an integer >= 2"),
+        (4, False, "bins must be an integer >= 2"),
+    ],
+)
 def test_make_gru_step_model_rejects_bad_sizes(units, bins, match):
     with pytest.raises(ValueError, match=match):
         make_gru_step_model(units=units, bins=bins)
@@ -154,7 +161,12 @@ def test_denoising_loss_is_the_per_clip_mse_summed_over_the_batch():
 
 def test_waveform_denoiser_starts_near_passing_its_input_through(waveform_model):
     assert sorted(w.path for w in waveform_model.trainable_weights) == [
-        "filter_bank/bias", "filter_bank/kernel", "mix/bias", "mix/kernel", "skip/gain"]
+        "filter_bank/bias",
+        "filter_bank/kernel",
+        "mix/bias",
+        "mix/kernel",
+        "skip/gain",
+    ]
     skip = waveform_model.get_layer("skip")
     assert isinstance(skip, Gain) and float(skip.gain) == 1.0
     out = waveform_model(AUDIO[None, :, None])
@@ -206,8 +218,9 @@ def test_step_model_enhance_is_stft_unroll_apply_masks(step_model):
 
 
 def test_chunked_enhance_has_the_same_output(step_model):
-    np.testing.assert_allclose(denoise(step_model, AUDIO, chunk_size=4),
-                               denoise(step_model, AUDIO), atol=1e-6)
+    np.testing.assert_allclose(
+        denoise(step_model, AUDIO, chunk_size=4), denoise(step_model, AUDIO), atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("kind", ["step", "waveform"])
@@ -236,14 +249,17 @@ def test_enhance_in_tf_function_equals_eager(step_model, waveform_model, kind):
     assert max_abs_diff(list(graph[1]), list(eager[1])) < 1e-5
 
 
-@pytest.mark.parametrize("bad, error, match", [
-    (np.zeros((2, 1000), np.float32), AudioError, r"shape \(samples,\)"),
-    (np.zeros((1000, 1), np.float32), AudioError, r"shape \(samples,\)"),
-    (np.zeros(0, np.float32), AudioError, "empty"),
-    (np.full(1000, np.nan, np.float32), AudioError, "all NaN"),
-    (np.array([0.1, np.nan] * 500, np.float32), AudioError, "NaN/inf samples"),
-    (np.arange(1000, dtype=np.int16), AudioError, "floating point"),
-])
+@pytest.mark.parametrize(
+    "bad, error, match",
+    [
+        (np.zeros((2, 1000), np.float32), AudioError, r"shape \(samples,\)"),
+        (np.zeros((1000, 1), np.float32), AudioError, r"shape \(samples,\)"),
+        (np.zeros(0, np.float32), AudioError, "empty"),
+        (np.full(1000, np.nan, np.float32), AudioError, "all NaN"),
+        (np.array([0.1, np.nan] * 500, np.float32), AudioError, "NaN/inf samples"),
+        (np.arange(1000, dtype=np.int16), AudioError, "floating point"),
+    ],
+)
 @pytest.mark.parametrize("kind", ["step", "waveform"])
 def test_enhance_rejects_bad_audio(step_model, waveform_model, kind, bad, error, match):
     model = step_model if kind == "step" else waveform_model
@@ -254,16 +270,20 @@ def test_enhance_rejects_bad_audio(step_model, waveform_model, kind, bad, error,
 
 
 def test_a_step_model_in_a_tf_function_traced_for_any_length(step_model):
-    run = tf.function(lambda audio: enhance(step_model, audio),
-                      input_signature=[tf.TensorSpec((None,), tf.float32)])
+    run = tf.function(
+        lambda audio: enhance(step_model, audio),
+        input_signature=[tf.TensorSpec((None,), tf.float32)],
+    )
     for length in (300, 3000):
         assert max_abs_diff(run(AUDIO[:length]), enhance(step_model, AUDIO[:length])) < 1e-6
     assert run.experimental_get_tracing_count() == 1
 
 
 def test_a_waveform_model_in_a_tf_function_traced_for_any_length(waveform_model):
-    run = tf.function(lambda audio: enhance(waveform_model, audio),
-                      input_signature=[tf.TensorSpec((None,), tf.float32)])
+    run = tf.function(
+        lambda audio: enhance(waveform_model, audio),
+        input_signature=[tf.TensorSpec((None,), tf.float32)],
+    )
     for length in (300, 3000):
         assert max_abs_diff(run(AUDIO[:length]), enhance(waveform_model, AUDIO[:length])) < 1e-6
     assert run.experimental_get_tracing_count() == 1
@@ -310,8 +330,9 @@ def _question_loop(model, noisy_spectrum, clean, *, state_in_variable=False):
                 variable.assign(next_state)
             else:
                 state = next_state
-        enhanced = apply_masks(tf.stack([masks[t] for t in masks], 1), noisy_spectrum,
-                               clean.shape[-1])
+        enhanced = apply_masks(
+            tf.stack([masks[t] for t in masks], 1), noisy_spectrum, clean.shape[-1]
+        )
         loss = denoising_loss(clean, enhanced)
     return loss, enhanced, tape.gradient(loss, model.trainable_weights)
 
@@ -321,8 +342,9 @@ def test_variable_assign_truncates_silently(step_model, question_inputs):
     so nothing warns, but the GRU's gradients miss every path through the state."""
     noisy_spectrum, clean = question_inputs
     full_loss, _, full = _question_loop(step_model, noisy_spectrum, clean)
-    assigned_loss, _, assigned = _question_loop(step_model, noisy_spectrum, clean,
-                                            state_in_variable=True)
+    assigned_loss, _, assigned = _question_loop(
+        step_model, noisy_spectrum, clean, state_in_variable=True
+    )
     assert float(assigned_loss) == float(full_loss)  # the forward pass is the same
     assert all(g is not None for g in assigned)
     for weight, f, a in zip(step_model.trainable_weights, full, assigned):
@@ -337,10 +359,16 @@ def test_frame_denoiser_is_tiny_and_repeatable():
 
     model = make_dense_frame_denoiser()
     assert [tuple(v.shape) for v in model.trainable_variables] == [
-        (512, 16), (16,), (16, 512), (512,)]
+        (512, 16),
+        (16,),
+        (16, 512),
+        (512,),
+    ]
     again = make_dense_frame_denoiser()
-    assert all(np.array_equal(a.numpy(), b.numpy())
-               for a, b in zip(model.trainable_variables, again.trainable_variables))
+    assert all(
+        np.array_equal(a.numpy(), b.numpy())
+        for a, b in zip(model.trainable_variables, again.trainable_variables)
+    )
     assert tuple(model(np.zeros((2, 512), np.float32)).shape) == (2, 512)
     with pytest.raises(ValueError, match=">= 1"):
         make_dense_frame_denoiser(units=0)

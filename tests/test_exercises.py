@@ -22,10 +22,19 @@ def _exercises():
             spec = cell.metadata.get("exercise")
             if cell.cell_type != "code" or not spec:
                 continue
-            solution = next((m.group(1) for c in cells[index + 1:] if c.cell_type == "markdown"
-                             for m in [SOLUTION.search(c.source)] if m), None)
-            yield pytest.param(path.name, cell.source, solution, spec,
-                               id=f"{path.stem}:{spec['function']}")
+            solution = next(
+                (
+                    m.group(1)
+                    for c in cells[index + 1 :]
+                    if c.cell_type == "markdown"
+                    for m in [SOLUTION.search(c.source)]
+                    if m
+                ),
+                None,
+            )
+            yield pytest.param(
+                path.name, cell.source, solution, spec, id=f"{path.stem}:{spec['function']}"
+            )
 
 
 def _function(source: str, name: str):
@@ -40,7 +49,8 @@ EXERCISES = list(_exercises())
 @pytest.mark.parametrize("notebook, starter, solution, spec", EXERCISES)
 def test_checker_rejects_starter_and_accepts_solution(notebook, starter, solution, spec):
     assert solution is not None, (
-        f"{notebook}: exercise {spec['function']} has no revealable solution")
+        f"{notebook}: exercise {spec['function']} has no revealable solution"
+    )
     module_name, check_name = spec["checker"].split(":")
     check = getattr(importlib.import_module(module_name), check_name)
     starting = check(_function(starter, spec["function"]))
@@ -69,9 +79,11 @@ def sentence_problems(text: str) -> list[str]:
 def test_sentence_check_finds_a_lowercase_continuation():
     assert sentence_problems("Not yet: Exercise 1.1 (is it broken?). for a report, look.")
     assert sentence_problems("Solved: Exercise 2.1 (x). each chunk denoised.")
-    assert not sentence_problems("Not yet: Exercise 4.1 (a distance). Case 'silent': the "
-                                 "gradient is NaN. tf.where passes 0 x inf = NaN back, e.g. "
-                                 "here.\nHint: Two traps. estimate_mag is `None`.")
+    assert not sentence_problems(
+        "Not yet: Exercise 4.1 (a distance). Case 'silent': the "
+        "gradient is NaN. tf.where passes 0 x inf = NaN back, e.g. "
+        "here.\nHint: Two traps. estimate_mag is `None`."
+    )
 
 
 def test_every_notebook_has_exercises():
@@ -81,18 +93,19 @@ def test_every_notebook_has_exercises():
 
 
 # ---------------------------------------------------------------------------------------------
-# Alternatives and near misses (issue 12). Every checker must accept one other correct solution,
+# Alternatives and near misses. Every checker must accept one other correct solution,
 # written differently from the revealed one, and reject at least two answers that are almost
 # right: the mistakes a learner who half-understood the lesson makes. Keyed by checker, so a
 # renamed or new exercise fails test_every_checker_has_alternatives_and_near_misses until it is
 # given its own cases here.
 # ---------------------------------------------------------------------------------------------
 
+
 def _skip_step(*decision: str) -> str:
     """An answer to exercise 3.1: one step with the question's loss, then ``decision`` (one
     line each) on ``grads`` and ``loss``."""
     lines = "\n".join(" " * 4 + line for line in decision)
-    return f'''
+    return f"""
 import numpy as np
 import tensorflow as tf
 
@@ -106,14 +119,14 @@ def train_step_or_skip(model, optimizer, example):
                                       example.labels)
     grads = tape.gradient(loss, model.trainable_variables)
 {lines}
-'''
+"""
 
 
 def _double_where(*end: str) -> str:
     """An answer to exercise 4.1 with the double where, finished by ``end`` (one line each)
     from ``per_frame`` and ``count``."""
     lines = "\n".join(" " * 4 + line for line in end)
-    return f'''
+    return f"""
 import tensorflow as tf
 
 
@@ -124,11 +137,11 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
     count = tf.reduce_sum(tf.cast(mask, tf.float32))
 {lines}
-'''
+"""
 
 
 ALTERNATIVES: dict[str, str] = {
-    "helpers.exercises.start_here:check_gradient_status": '''
+    "helpers.exercises.start_here:check_gradient_status": """
 import numpy as np
 
 
@@ -139,8 +152,8 @@ def gradient_status(gradient):
     if np.isnan(values).any() or np.isinf(values).any():
         return "nonfinite"
     return "ok" if np.count_nonzero(values) else "zero"
-''',
-    "helpers.exercises.gru_state:check_sequence_loss": '''
+""",
+    "helpers.exercises.gru_state:check_sequence_loss": """
 import tensorflow as tf
 
 from helpers.models import apply_masks
@@ -157,8 +170,8 @@ def sequence_loss(step_model, noisy_spectrum, clean_audio):
     masks = tf.transpose(collected.stack(), [1, 0, 2])
     audio = apply_masks(masks, noisy_spectrum, clean_audio.shape[-1])
     return tf.reduce_mean(tf.square(audio - clean_audio))
-''',
-    "helpers.exercises.gru_state:check_stream_denoise": '''
+""",
+    "helpers.exercises.gru_state:check_stream_denoise": """
 import tensorflow as tf
 
 
@@ -171,14 +184,15 @@ def stream_denoise(step_model, chunks):
             output, state = step_model([chunk[:, t], state])
             outputs.append(output)
     return tf.stack(outputs, axis=1)
-''',
+""",
     "helpers.exercises.voicing_loss:check_train_step_or_skip": _skip_step(
         "pairs = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]",
         "if not pairs:",
         "    return False",
         "optimizer.apply_gradients(pairs)",
-        "return True"),
-    "helpers.exercises.voicing_loss:check_masked_log_distance": '''
+        "return True",
+    ),
+    "helpers.exercises.voicing_loss:check_masked_log_distance": """
 import tensorflow as tf
 
 
@@ -188,8 +202,8 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     per_frame = tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)), -1)
     count = tf.cast(tf.shape(per_frame)[0], tf.float32)
     return tf.reduce_sum(per_frame) / tf.maximum(count, 1.0)
-''',
-    "helpers.exercises.diagnosis:check_spectral_loss": '''
+""",
+    "helpers.exercises.diagnosis:check_spectral_loss": """
 import tensorflow as tf
 
 
@@ -198,8 +212,8 @@ def spectral_loss(estimate, reference):
         frames = tf.signal.frame(tf.cast(audio, tf.float32), 256, 128)
         return tf.abs(tf.signal.rfft(frames * tf.signal.hann_window(256)))
     return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
-''',
-    "helpers.exercises.diagnosis:check_delay": '''
+""",
+    "helpers.exercises.diagnosis:check_delay": """
 import tensorflow as tf
 
 
@@ -213,8 +227,8 @@ def delay(audio, samples):
         return tf.concat([tf.zeros([by], audio.dtype), audio[:n - by]], axis=0)
 
     return (1.0 - fraction) * shifted(whole) + fraction * shifted(whole + 1)
-''',
-    "helpers.exercises.labels:check_rule_effect": '''
+""",
+    "helpers.exercises.labels:check_rule_effect": """
 import numpy as np
 
 
@@ -226,8 +240,8 @@ def rule_effect(known, with_rule, without_rule):
             counts[1] += int(w == k)
             counts[2] += int(wo == k)
     return tuple(counts)
-''',
-    "helpers.exercises.capstone:check_silence_term": '''
+""",
+    "helpers.exercises.capstone:check_silence_term": """
 import tensorflow as tf
 
 from helpers.audio import frame
@@ -236,11 +250,11 @@ from helpers.audio import frame
 def silence_term(reference, estimate, labels):
     frames = tf.boolean_mask(frame(estimate - reference), labels.silent)
     return tf.reduce_sum(tf.abs(frames)) / max(int(labels.silent.sum()), 1)
-''',
+""",
 }
 
 # A streaming loop that carries the state, but through something that cuts the tape.
-_CARRIED_THROUGH = '''
+_CARRIED_THROUGH = """
 import tensorflow as tf
 
 from helpers.recurrence import unroll
@@ -253,13 +267,17 @@ def stream_denoise(step_model, chunks):
         state = {carry}
         outputs.append(chunk_outputs)
     return tf.concat(outputs, axis=1)
-'''
+"""
 
-def _sequence_loss(*body: str, start: str = "tf.zeros((1, step_model.inputs[1].shape[-1]))",
-                   masks: str = "tf.stack(masks, axis=1)") -> str:
+
+def _sequence_loss(
+    *body: str,
+    start: str = "tf.zeros((1, step_model.inputs[1].shape[-1]))",
+    masks: str = "tf.stack(masks, axis=1)",
+) -> str:
     """A hand-threaded loop for exercise 1.1 whose loop body is ``body`` (one line each)."""
     lines = "\n".join(" " * 8 + line for line in body)
-    return f'''
+    return f"""
 import tensorflow as tf
 
 from helpers.models import apply_masks, denoising_loss
@@ -273,12 +291,12 @@ def sequence_loss(step_model, noisy_spectrum, clean_audio):
 {lines}
     enhanced = apply_masks({masks}, noisy_spectrum, clean_audio.shape[-1])
     return denoising_loss(clean_audio, enhanced)
-'''
+"""
 
 
 NEAR_MISSES: dict[str, dict[str, str]] = {
     "helpers.exercises.start_here:check_gradient_status": {
-        "tests NaN only (norm != norm), so inf passes": '''
+        "tests NaN only (norm != norm), so inf passes": """
 import tensorflow as tf
 
 
@@ -289,8 +307,8 @@ def gradient_status(gradient):
     if norm != norm:
         return "nonfinite"
     return "zero" if norm == 0 else "ok"
-''',
-        "a plain norm threshold": '''
+""",
+        "a plain norm threshold": """
 import tensorflow as tf
 
 
@@ -301,8 +319,8 @@ def gradient_status(gradient):
     if norm < 1e-6:
         return "zero"
     return "nonfinite" if norm > 1e30 else "ok"
-''',
-        "zero tested first, by the sum": '''
+""",
+        "zero tested first, by the sum": """
 import tensorflow as tf
 
 
@@ -314,8 +332,8 @@ def gradient_status(gradient):
     if not tf.reduce_all(tf.math.is_finite(gradient)):
         return "nonfinite"
     return "ok"
-''',
-        "zero before non-finite": '''
+""",
+        "zero before non-finite": """
 import tensorflow as tf
 
 
@@ -327,27 +345,36 @@ def gradient_status(gradient):
     if not tf.reduce_all(tf.math.is_finite(gradient)):
         return "nonfinite"
     return "ok"
-''',
+""",
     },
     "helpers.exercises.gru_state:check_sequence_loss": {
         "stops the gradient at every state": _sequence_loss(
             "mask, state = step_model([magnitudes[:, t], state])",
-            "state = tf.stop_gradient(state)", "masks.append(mask)"),
+            "state = tf.stop_gradient(state)",
+            "masks.append(mask)",
+        ),
         "takes the masks through NumPy": _sequence_loss(
-            "mask, state = step_model([magnitudes[:, t], state])", "masks.append(mask.numpy())",
-            masks="tf.constant(masks)[None, :, 0]"),
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask.numpy())",
+            masks="tf.constant(masks)[None, :, 0]",
+        ),
         "never passes the state on": _sequence_loss(
-            "mask, _ = step_model([magnitudes[:, t], state])", "masks.append(mask)"),
+            "mask, _ = step_model([magnitudes[:, t], state])", "masks.append(mask)"
+        ),
         "the answer's fix: the state in a Variable, assigned": _sequence_loss(
-            "mask, next_state = step_model([magnitudes[:, t], state])", "masks.append(mask)",
+            "mask, next_state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
             "state.assign(next_state)",
-            start="tf.Variable(tf.zeros((1, step_model.inputs[1].shape[-1])), trainable=False)"),
+            start="tf.Variable(tf.zeros((1, step_model.inputs[1].shape[-1])), trainable=False)",
+        ),
         "calls the step model twice per frame": _sequence_loss(
             "mask, _ = step_model([magnitudes[:, t], state])",
-            "_, state = step_model([magnitudes[:, t], state])", "masks.append(mask)"),
+            "_, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
+        ),
     },
     "helpers.exercises.gru_state:check_stream_denoise": {
-        "waits for every chunk, then unrolls everything (chunking ignored)": '''
+        "waits for every chunk, then unrolls everything (chunking ignored)": """
 import tensorflow as tf
 
 from helpers.recurrence import unroll
@@ -356,8 +383,8 @@ from helpers.recurrence import unroll
 def stream_denoise(step_model, chunks):
     outputs, _ = unroll(step_model, tf.concat(list(chunks), axis=1))
     return outputs
-''',
-        "recomputes the whole prefix for every chunk": '''
+""",
+        "recomputes the whole prefix for every chunk": """
 import tensorflow as tf
 
 from helpers.recurrence import unroll
@@ -370,8 +397,8 @@ def stream_denoise(step_model, chunks):
         everything, _ = unroll(step_model, tf.concat(heard, axis=1))
         outputs.append(everything[:, -chunk.shape[1]:])
     return tf.concat(outputs, axis=1)
-''',
-        "each chunk starts from zeros": '''
+""",
+        "each chunk starts from zeros": """
 import tensorflow as tf
 
 from helpers.recurrence import unroll
@@ -383,11 +410,12 @@ def stream_denoise(step_model, chunks):
         chunk_outputs, _ = unroll(step_model, chunk)
         outputs.append(chunk_outputs)
     return tf.concat(outputs, axis=1)
-''',
-        "carries the state through stop_gradient (truncated)":
-            _CARRIED_THROUGH.format(carry="tf.stop_gradient(state)"),
+""",
+        "carries the state through stop_gradient (truncated)": _CARRIED_THROUGH.format(
+            carry="tf.stop_gradient(state)"
+        ),
         "carries the state through NumPy": _CARRIED_THROUGH.format(carry="state.numpy()"),
-        "drops the last, shorter chunk": '''
+        "drops the last, shorter chunk": """
 import tensorflow as tf
 
 from helpers.recurrence import unroll
@@ -402,28 +430,31 @@ def stream_denoise(step_model, chunks):
         chunk_outputs, state = unroll(step_model, chunk, state)
         outputs.append(chunk_outputs)
     return tf.concat(outputs, axis=1)
-''',
+""",
     },
     "helpers.exercises.voicing_loss:check_train_step_or_skip": {
         "steps on zeros instead of skipping": _skip_step(
             "grads = [tf.zeros_like(v) if g is None else g",
             "         for g, v in zip(grads, model.trainable_variables)]",
             "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
-            "return not all(float(tf.reduce_max(tf.abs(g))) == 0 for g in grads)"),
+            "return not all(float(tf.reduce_max(tf.abs(g))) == 0 for g in grads)",
+        ),
         "returns True without applying": _skip_step("return any(g is not None for g in grads)"),
         "decides from the loss value (a threshold)": _skip_step(
             "if float(loss) < 1e-4:",
             "    return False",
             "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
-            "return True"),
+            "return True",
+        ),
         "decides from the loss value (exactly 2 x epsilon)": _skip_step(
             "if float(loss) <= float(np.float32(2 * EPSILON)):",
             "    return False",
             "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
-            "return True"),
+            "return True",
+        ),
     },
     "helpers.exercises.voicing_loss:check_masked_log_distance": {
-        "one where and an epsilon in the log": '''
+        "one where and an epsilon in the log": """
 import tensorflow as tf
 
 
@@ -432,10 +463,11 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
     count = tf.reduce_sum(tf.cast(mask, tf.float32))
     return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
-''',
+""",
         "double where, but 0 / 0 without frames": _double_where(
-            "return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / count"),
-        "boolean_mask and a tf.cond that returns a constant without frames": '''
+            "return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / count"
+        ),
+        "boolean_mask and a tf.cond that returns a constant without frames": """
 import tensorflow as tf
 
 
@@ -445,8 +477,8 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     per_frame = tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)), -1)
     return tf.cond(tf.size(per_frame) > 0, lambda: tf.reduce_mean(per_frame),
                    lambda: tf.constant(0.0))
-''',
-        "boolean_mask and reduce_mean without a guard": '''
+""",
+        "boolean_mask and reduce_mean without a guard": """
 import tensorflow as tf
 
 
@@ -454,8 +486,8 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     reference = tf.boolean_mask(reference_mag, mask)
     estimate = tf.boolean_mask(estimate_mag, mask)
     return tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)))
-''',
-        "multiplies by a 0/1 mask": '''
+""",
+        "multiplies by a 0/1 mask": """
 import tensorflow as tf
 
 
@@ -464,10 +496,10 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     log_ratio = tf.math.log(estimate_mag) - tf.math.log(reference_mag)
     per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
     return tf.reduce_sum(per_frame * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
-''',
+""",
     },
     "helpers.exercises.diagnosis:check_spectral_loss": {
-        "pads the end with an extra frame": '''
+        "pads the end with an extra frame": """
 import tensorflow as tf
 
 
@@ -475,8 +507,8 @@ def spectral_loss(estimate, reference):
     def magnitude(audio):
         return tf.abs(tf.signal.stft(tf.cast(audio, tf.float32), 256, 128, pad_end=True))
     return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
-''',
-        "tf.signal.stft without a window": '''
+""",
+        "tf.signal.stft without a window": """
 import tensorflow as tf
 
 
@@ -484,18 +516,18 @@ def spectral_loss(estimate, reference):
     def magnitude(audio):
         return tf.abs(tf.signal.stft(tf.cast(audio, tf.float32), 256, 128, window_fn=None))
     return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
-''',
+""",
     },
     "helpers.exercises.diagnosis:check_delay": {
-        "floor without the fraction": '''
+        "floor without the fraction": """
 import tensorflow as tf
 
 
 def delay(audio, samples):
     shift = tf.cast(tf.floor(samples), tf.int32)
     return tf.pad(audio, [[shift, 0]])[: tf.size(audio)]
-''',
-        "the two weights swapped": '''
+""",
+        "the two weights swapped": """
 import tensorflow as tf
 
 
@@ -506,38 +538,38 @@ def delay(audio, samples):
     n = tf.size(audio)
     padded = tf.pad(audio, [[shift + 1, 0]])
     return weight * padded[1:n + 1] + (1.0 - weight) * padded[:n]
-''',
+""",
     },
     "helpers.exercises.labels:check_rule_effect": {
-        "what agreed before = changed minus what agrees now": '''
+        "what agreed before = changed minus what agrees now": """
 def rule_effect(known, with_rule, without_rule):
     changed = with_rule.voicing != without_rule.voicing
     now_agree = changed & (with_rule.voicing == known.voicing)
     return int(changed.sum()), int(now_agree.sum()), int(changed.sum() - now_agree.sum())
-''',
-        "counts every agreeing frame, not only the changed ones": '''
+""",
+        "counts every agreeing frame, not only the changed ones": """
 def rule_effect(known, with_rule, without_rule):
     changed = with_rule.voicing != without_rule.voicing
     return (int(changed.sum()), int((with_rule.voicing == known.voicing).sum()),
             int((without_rule.voicing == known.voicing).sum()))
-''',
-        "compares silence only": '''
+""",
+        "compares silence only": """
 def rule_effect(known, with_rule, without_rule):
     changed = with_rule.silent != without_rule.silent
     now_agree = changed & (with_rule.silent == known.silent)
     agreed_before = changed & (without_rule.silent == known.silent)
     return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
-''',
-        "shares, not counts": '''
+""",
+        "shares, not counts": """
 def rule_effect(known, with_rule, without_rule):
     changed = with_rule.voicing != without_rule.voicing
     now_agree = changed & (with_rule.voicing == known.voicing)
     agreed_before = changed & (without_rule.voicing == known.voicing)
     return changed.mean(), now_agree.mean(), agreed_before.mean()
-''',
+""",
     },
     "helpers.exercises.capstone:check_silence_term": {
-        "computed through NumPy": '''
+        "computed through NumPy": """
 import numpy as np
 import tensorflow as tf
 
@@ -545,8 +577,8 @@ import tensorflow as tf
 def silence_term(reference, estimate, labels):
     samples = np.asarray(estimate)
     return tf.constant(float(np.mean(samples**2)))
-''',
-        "rewards loudness": '''
+""",
+        "rewards loudness": """
 import tensorflow as tf
 
 from helpers.audio import frame
@@ -557,8 +589,8 @@ def silence_term(reference, estimate, labels):
     power = tf.reduce_mean(tf.square(frame(estimate)), axis=-1)
     count = tf.reduce_sum(tf.cast(silent, tf.float32))
     return -tf.reduce_sum(tf.where(silent, power, 0.0)) / tf.maximum(count, 1.0)
-''',
-        "a constant: the level measured without a gradient": '''
+""",
+        "a constant: the level measured without a gradient": """
 import tensorflow as tf
 
 from helpers.audio import frame
@@ -567,15 +599,15 @@ from helpers.audio import frame
 def silence_term(reference, estimate, labels):
     power = tf.reduce_mean(tf.square(frame(tf.stop_gradient(estimate))), axis=-1)
     return tf.reduce_sum(tf.where(tf.constant(labels.silent), power, 0.0))
-''',
-        "asks for silence on the whole clip": '''
+""",
+        "asks for silence on the whole clip": """
 import tensorflow as tf
 
 
 def silence_term(reference, estimate, labels):
     return tf.reduce_mean(tf.square(estimate))
-''',
-        "mean over an empty selection": '''
+""",
+        "mean over an empty selection": """
 import tensorflow as tf
 
 from helpers.audio import frame
@@ -584,16 +616,16 @@ from helpers.audio import frame
 def silence_term(reference, estimate, labels):
     power = tf.reduce_mean(tf.square(frame(estimate)), axis=-1)
     return tf.reduce_mean(tf.boolean_mask(power, labels.silent))
-''',
-        "a whole-clip penalty weighted by the share of silent frames": '''
+""",
+        "a whole-clip penalty weighted by the share of silent frames": """
 import tensorflow as tf
 
 
 def silence_term(reference, estimate, labels):
     share = float(labels.silent.mean())
     return share * tf.reduce_mean(tf.square(estimate - reference))
-''',
-        "silence where the reference is exactly zero": '''
+""",
+        "silence where the reference is exactly zero": """
 import tensorflow as tf
 
 
@@ -601,8 +633,8 @@ def silence_term(reference, estimate, labels):
     silent = tf.equal(tf.cast(reference, tf.float32), 0.0)
     count = tf.reduce_sum(tf.cast(silent, tf.float32))
     return tf.reduce_sum(tf.where(silent, tf.square(estimate), 0.0)) / tf.maximum(count, 1.0)
-''',
-        "silence where the reference is quiet, not where the labels say": '''
+""",
+        "silence where the reference is quiet, not where the labels say": """
 import tensorflow as tf
 
 from helpers.audio import frame
@@ -614,7 +646,7 @@ def silence_term(reference, estimate, labels):
     power = tf.reduce_mean(tf.square(frame(estimate) - clean), axis=-1)
     count = tf.reduce_sum(tf.cast(quiet, tf.float32))
     return tf.reduce_sum(tf.where(quiet, power, 0.0)) / tf.maximum(count, 1.0)
-''',
+""",
     },
 }
 
@@ -629,15 +661,21 @@ def _checker(spec: str):
     return getattr(importlib.import_module(module_name), check_name)
 
 
-# Checkers rewritten to the course conventions (issue 22) need three near misses; the others two.
-CONVERTED_CHECKERS = ("helpers.exercises.start_here:", "helpers.exercises.gru_state:",
-                      "helpers.exercises.voicing_loss:")
+# Checkers of the course conventions need three near misses; the others two.
+CONVERTED_CHECKERS = (
+    "helpers.exercises.start_here:",
+    "helpers.exercises.gru_state:",
+    "helpers.exercises.voicing_loss:",
+)
 
 
 def test_every_checker_has_alternatives_and_near_misses():
-    missing = [spec for spec in FUNCTION_OF
-               if spec not in ALTERNATIVES or len(NEAR_MISSES.get(spec, {}))
-               < (3 if spec.startswith(CONVERTED_CHECKERS) else 2)]
+    missing = [
+        spec
+        for spec in FUNCTION_OF
+        if spec not in ALTERNATIVES
+        or len(NEAR_MISSES.get(spec, {})) < (3 if spec.startswith(CONVERTED_CHECKERS) else 2)
+    ]
     assert not missing, f"checkers without an alternative and enough near misses: {missing}"
 
 
@@ -649,11 +687,21 @@ def test_checker_accepts_an_alternative_solution(spec):
     assert result.passed, f"checker rejected a correct alternative: {result}"
 
 
-@pytest.mark.parametrize("spec, label", [
-    pytest.param(spec, label, id=f"{spec.split(':')[1]}:{label}",
-                 marks=[pytest.mark.xfail(strict=True, reason=UNSOUND[spec, label])]
-                 if (spec, label) in UNSOUND else [])
-    for spec, misses in sorted(NEAR_MISSES.items()) for label in misses])
+@pytest.mark.parametrize(
+    "spec, label",
+    [
+        pytest.param(
+            spec,
+            label,
+            id=f"{spec.split(':')[1]}:{label}",
+            marks=[pytest.mark.xfail(strict=True, reason=UNSOUND[spec, label])]
+            if (spec, label) in UNSOUND
+            else [],
+        )
+        for spec, misses in sorted(NEAR_MISSES.items())
+        for label in misses
+    ],
+)
 def test_checker_rejects_a_near_miss(spec, label):
     if spec not in FUNCTION_OF:
         pytest.fail(f"{spec} is in NEAR_MISSES but no notebook uses it: remove its cases")
@@ -664,7 +712,7 @@ def test_checker_rejects_a_near_miss(spec, label):
 
 
 # ---------------------------------------------------------------------------------------------
-# Graded hints (issue 12): the first hint, which a checker prints and the notebook stores in its
+# Graded hints: the first hint, which a checker prints and the notebook stores in its
 # outputs, nudges in words; code appears only in the revealed solution.
 # ---------------------------------------------------------------------------------------------
 
@@ -681,17 +729,23 @@ def _code_ngrams(source: str, n: int = 4) -> set[tuple[str, ...]]:
     import io
     import tokenize
 
-    tokens = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
-              if t.type in (tokenize.NAME, tokenize.OP, tokenize.NUMBER)]
-    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)
-            if any(not (tok.isidentifier() or tok[0].isdigit()) for tok in tokens[i:i + n])}
+    tokens = [
+        t.string
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type in (tokenize.NAME, tokenize.OP, tokenize.NUMBER)
+    ]
+    return {
+        tuple(tokens[i : i + n])
+        for i in range(len(tokens) - n + 1)
+        if any(not (tok.isidentifier() or tok[0].isdigit()) for tok in tokens[i : i + n])
+    }
 
 
 def hint_code(hint: str, solution: str) -> list[str]:
     """What in ``hint`` is code: code-like fragments, and token runs copied from the solution."""
     found = [m.group(0) for m in CODE_IN_TEXT.finditer(hint)]
     words = tuple(re.findall(r"\w+|[^\w\s]", hint))
-    windows = {words[i:i + 4] for i in range(len(words) - 3)}
+    windows = {words[i : i + 4] for i in range(len(words) - 3)}
     found += [" ".join(g) for g in _code_ngrams(solution) & windows]
     return found
 
@@ -703,8 +757,11 @@ def test_hint_code_detector_finds_code_and_passes_prose():
     assert hint_code("rebind it: state = next_state", "")
     assert hint_code("test `all(g is None for g in grads)` first", "")
     assert hint_code("mask , None ] , x", solution)  # a copied token run, without a call
-    assert not hint_code("tf.where picks values, but the gradient flows through both inputs; "
-                         "what is an average over nothing?", solution)
+    assert not hint_code(
+        "tf.where picks values, but the gradient flows through both inputs; "
+        "what is an average over nothing?",
+        solution,
+    )
 
 
 def _pending(table: dict[str, str], notebook: str):
@@ -712,13 +769,18 @@ def _pending(table: dict[str, str], notebook: str):
     return [pytest.mark.xfail(strict=True, reason=table[stem])] if stem in table else []
 
 
-@pytest.mark.parametrize("notebook, starter, solution, spec", [
-    pytest.param(*e.values, id=e.id, marks=_pending(HINTS_PENDING, e.values[0]))
-    for e in EXERCISES])
+@pytest.mark.parametrize(
+    "notebook, starter, solution, spec",
+    [
+        pytest.param(*e.values, id=e.id, marks=_pending(HINTS_PENDING, e.values[0]))
+        for e in EXERCISES
+    ],
+)
 def test_first_hint_has_no_solution_code(notebook, starter, solution, spec):
     result = _checker(spec["checker"])(_function(starter, spec["function"]))
     assert not hint_code(result.hint, solution or ""), (
-        f"the first hint of {spec['function']} contains code: {hint_code(result.hint, solution)}")
+        f"the first hint of {spec['function']} contains code: {hint_code(result.hint, solution)}"
+    )
 
 
 def _stored_hints(path: Path):
@@ -728,25 +790,37 @@ def _stored_hints(path: Path):
         spec = cell.metadata.get("exercise")
         if cell.cell_type != "code" or not spec:
             continue
-        solution = next((m.group(1) for c in cells[index + 1:] if c.cell_type == "markdown"
-                         for m in [SOLUTION.search(c.source)] if m), "")
-        checker_cell = next(c for c in cells[index + 1:] if c.cell_type == "code")
+        solution = next(
+            (
+                m.group(1)
+                for c in cells[index + 1 :]
+                if c.cell_type == "markdown"
+                for m in [SOLUTION.search(c.source)]
+                if m
+            ),
+            "",
+        )
+        checker_cell = next(c for c in cells[index + 1 :] if c.cell_type == "code")
         for output in checker_cell.get("outputs", []):
             text = output.get("data", {}).get("text/plain", "")
             for hint in re.findall(r"^Hint: (.*)$", text, re.M):
                 yield spec["function"], hint, solution
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p.stem, marks=_pending({**HINTS_PENDING, **STORED_PENDING}, p.name))
-    for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, id=p.stem, marks=_pending({**HINTS_PENDING, **STORED_PENDING}, p.name))
+        for p in NOTEBOOKS
+    ],
+)
 def test_stored_hints_have_no_solution_code(path):
     hints = list(_stored_hints(path))
     assert hints, f"{path.name}: no stored checker output with a hint"
     for function, hint, solution in hints:
         assert not hint_code(hint, solution), (
-            f"{path.name}: the stored hint of {function} contains code: "
-            f"{hint_code(hint, solution)}")
+            f"{path.name}: the stored hint of {function} contains code: {hint_code(hint, solution)}"
+        )
 
 
 # The 5.x checkers' own messages on two near misses beyond the table above (which covers
@@ -761,6 +835,7 @@ def test_spectral_loss_checker_rejects_other_frames_and_numpy_results():
     def wrong_frames(estimate, reference):
         def magnitude(audio):
             return tf.abs(tf.signal.stft(audio, frame_length=512, frame_step=128))
+
         return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
 
     result = check_spectral_loss(wrong_frames)
@@ -791,7 +866,8 @@ def test_skip_checker_accepts_catching_the_optimizers_error():
         "    optimizer.apply_gradients(zip(grads, model.trainable_variables))",
         "except ValueError:",
         "    return False",
-        "return True")
+        "return True",
+    )
     spec = "helpers.exercises.voicing_loss:check_train_step_or_skip"
     result = _checker(spec)(_function(solution, "train_step_or_skip"))
     assert result.passed, result
@@ -801,8 +877,9 @@ def test_skip_checker_accepts_catching_the_optimizers_error():
 MASKED_LOG_DISTANCE_SHAPES = {  # the unused 0 / 0 is NaN, but the mask's where zeroes it
     "double where, the 0 / 0 avoided by a where": _double_where(
         "total = tf.reduce_sum(tf.where(mask, per_frame, 0.0))",
-        "return tf.where(count > 0, total / count, 0.0)"),
-    "boolean_mask and divide_no_nan": '''
+        "return tf.where(count > 0, total / count, 0.0)",
+    ),
+    "boolean_mask and divide_no_nan": """
 import tensorflow as tf
 
 
@@ -811,8 +888,8 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
                                          - tf.math.log(tf.boolean_mask(reference_mag, mask))), -1)
     count = tf.cast(tf.size(per_frame), tf.float32)
     return tf.math.divide_no_nan(tf.reduce_sum(per_frame), count)
-''',
-    "boolean_mask and a tf.cond whose empty branch stays connected": '''
+""",
+    "boolean_mask and a tf.cond whose empty branch stays connected": """
 import tensorflow as tf
 
 
@@ -821,7 +898,7 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
                                          - tf.math.log(tf.boolean_mask(reference_mag, mask))), -1)
     return tf.cond(tf.size(per_frame) > 0, lambda: tf.reduce_mean(per_frame),
                    lambda: 0.0 * tf.reduce_sum(estimate_mag))
-''',
+""",
 }
 MASKED_LOG_DISTANCE_FAULTS = {
     "boolean_mask and a tf.cond that returns a constant without frames": "is None: with no frame",
@@ -847,8 +924,8 @@ def test_masked_log_distance_names_the_real_fault(label):
 
 
 def test_silence_term_checker_names_the_mixed_clip_mistakes():
-    """Checker 6.1 on a real clip with a pause (room noise) and speech: each wrong answer of
-    issue 24 fails for its own reason, and a term that ignores the labels it is given (here:
+    """Checker 6.1 on a real clip with a pause (room noise) and speech: each wrong answer a
+    learner tried fails for its own reason, and a term that ignores the labels it is given (here:
     the clip's first labels, fixed) passes on that clip and fails once the labels change."""
     import numpy as np
     import tensorflow as tf
@@ -863,20 +940,25 @@ def test_silence_term_checker_names_the_mixed_clip_mistakes():
 
     spec = "helpers.exercises.capstone:check_silence_term"
     misses = NEAR_MISSES[spec]
-    share = check_silence_term(_function(
-        misses["a whole-clip penalty weighted by the share of silent frames"], "silence_term"))
+    share = check_silence_term(
+        _function(
+            misses["a whole-clip penalty weighted by the share of silent frames"], "silence_term"
+        )
+    )
     assert not share.passed and "frames the labels do not call silent" in share.message
-    zeros = check_silence_term(_function(
-        misses["silence where the reference is exactly zero"], "silence_term"))
+    zeros = check_silence_term(
+        _function(misses["silence where the reference is exactly zero"], "silence_term")
+    )
     assert not zeros.passed and "room noise, not digital zeros" in zeros.message
     mixed = clip_excerpt(MIXED_CLIP)
-    assert np.mean(mixed.clean[:mixed.labels.hop_length * 8] == 0) < 0.1  # not zeros
+    assert np.mean(mixed.clean[: mixed.labels.hop_length * 8] == 0) < 0.1  # not zeros
 
     def as_labelled(reference, estimate, labels):  # the labels of the original clip, always
         silent = tf.constant(mixed.labels.silent)
         power = tf.reduce_mean(tf.square(frame(estimate) - frame(reference)), axis=-1)
         return tf.reduce_sum(tf.where(silent, power, 0.0)) / tf.maximum(
-            tf.reduce_sum(tf.cast(silent, tf.float32)), 1.0)
+            tf.reduce_sum(tf.cast(silent, tf.float32)), 1.0
+        )
 
     assert _where_it_pulls(as_labelled, mixed) is None
     # relabelled, it sees none of the frames now called silent

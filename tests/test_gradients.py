@@ -21,8 +21,12 @@ def _grads(loss_fn, variables):
 
 @pytest.fixture
 def variables():
-    return [tf.Variable([1.0, 2.0], name="a"), tf.Variable(tf.ones((3, 2)), name="b"),
-            tf.Variable(1.0, name="c"), tf.Variable(3.0, name="unused")]
+    return [
+        tf.Variable([1.0, 2.0], name="a"),
+        tf.Variable(tf.ones((3, 2)), name="b"),
+        tf.Variable(1.0, name="c"),
+        tf.Variable(3.0, name="unused"),
+    ]
 
 
 def test_ok_only(variables):
@@ -59,8 +63,9 @@ def test_nonfinite_nan_and_inf(variables):
 
 def test_mixed_statuses_in_variable_order(variables):
     a, b, c, unused = variables
-    grads = _grads(lambda: tf.reduce_sum(a) + tf.reduce_sum(b * 0.0) + tf.math.log(c - 1.0),
-                   variables)
+    grads = _grads(
+        lambda: tf.reduce_sum(a) + tf.reduce_sum(b * 0.0) + tf.math.log(c - 1.0), variables
+    )
     report = gradient_report(grads, variables)
     assert report.statuses == ["ok", "zero", "nonfinite", "none"]
     assert report.summary() == "4 variables: 1 ok, 1 zero, 1 nonfinite, 1 none"
@@ -169,7 +174,6 @@ def test_max_abs_diff_refuses_none_and_lists_of_different_lengths():
         max_abs_diff([tf.ones(1)], [])
 
 
-
 def test_max_abs_diff_of_complex_tensors_sees_the_imaginary_part():
     a = tf.constant([1 + 2j, 3 - 1j], tf.complex64)
     assert max_abs_diff(a, a) == 0
@@ -226,8 +230,10 @@ def test_a_hint_shared_by_every_row_is_said_once_under_the_table(variables):
     assert ">hint</th>" not in markup and markup.count(html.escape(hint, quote=False)) == 1
     assert report.hint_lines() == [f"Hint for the 3 none rows: {hint}"]
     assert "Hint for every row:" in gradient_report([None] * 2, [a, c])._repr_html_()
-    assert "Hint for b (zero):" in gradient_report([tf.ones(2), tf.zeros((3, 2))],
-                                                    [a, b])._repr_html_()
+    assert (
+        "Hint for b (zero):"
+        in gradient_report([tf.ones(2), tf.zeros((3, 2))], [a, b])._repr_html_()
+    )
     forced = report.to_html(hint_column=True, summary=False)
     assert ">hint</th>" in forced and report.summary() not in forced
     assert "hint" in report.to_text()  # unchanged: the text keeps its column

@@ -122,8 +122,9 @@ def test_eager_equals_tf_function(model, frames, state, target):
 
 
 def test_tf_function_with_open_time_axis(model, frames, state):
-    @tf.function(input_signature=[tf.TensorSpec((BATCH, None, FEATURES)),
-                                  tf.TensorSpec((BATCH, UNITS))])
+    @tf.function(
+        input_signature=[tf.TensorSpec((BATCH, None, FEATURES)), tf.TensorSpec((BATCH, UNITS))]
+    )
     def run(frames, state):
         return unroll(model, frames, state)
 
@@ -161,7 +162,7 @@ def test_streaming_by_hand_equals_full(model, frames, state):
     full, full_state = unroll(model, frames, state)
     carried, pieces = state, []
     for start in range(0, STEPS, 3):
-        out, carried = unroll(model, frames[:, start:start + 3], carried)
+        out, carried = unroll(model, frames[:, start : start + 3], carried)
         pieces.append(out)
     assert max_abs_diff(tf.concat(pieces, 1), full) == 0 and max_abs_diff(carried, full_state) == 0
 
@@ -207,15 +208,18 @@ def test_truncation_stops_at_chunk_edges(model, frames, state):
 # ---------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("frames_shape, state_shape, match", [
-    ((STEPS, FEATURES), (1, UNITS), r"\(batch, time, features\)"),
-    ((1, 1, STEPS, FEATURES), (1, UNITS), r"\(batch, time, features\)"),
-    ((BATCH, STEPS, FEATURES), (BATCH + 1, UNITS), "batch mismatch"),
-    ((BATCH, STEPS, FEATURES), (BATCH, UNITS + 1), "state size"),
-    ((BATCH, STEPS, FEATURES), (UNITS,), r"\(batch, state_size\)"),
-    ((BATCH, STEPS, FEATURES + 1), (BATCH, UNITS), "features per frame"),
-    ((BATCH, 0, FEATURES), (BATCH, UNITS), "at least one frame"),
-])
+@pytest.mark.parametrize(
+    "frames_shape, state_shape, match",
+    [
+        ((STEPS, FEATURES), (1, UNITS), r"\(batch, time, features\)"),
+        ((1, 1, STEPS, FEATURES), (1, UNITS), r"\(batch, time, features\)"),
+        ((BATCH, STEPS, FEATURES), (BATCH + 1, UNITS), "batch mismatch"),
+        ((BATCH, STEPS, FEATURES), (BATCH, UNITS + 1), "state size"),
+        ((BATCH, STEPS, FEATURES), (UNITS,), r"\(batch, state_size\)"),
+        ((BATCH, STEPS, FEATURES + 1), (BATCH, UNITS), "features per frame"),
+        ((BATCH, 0, FEATURES), (BATCH, UNITS), "at least one frame"),
+    ],
+)
 def test_bad_shapes_raise_clear_errors(model, frames_shape, state_shape, match):
     with pytest.raises(ValueError, match=match):
         unroll(model, tf.zeros(frames_shape), tf.zeros(state_shape))
@@ -291,7 +295,8 @@ def test_default_step_model_on_clip_magnitudes_all_three_ways(clip_magnitudes):
 
     ours = run(unroll)
     graph = tf.function(lambda frames, initial_state: run(unroll, frames, initial_state))(
-        clip_magnitudes, state)
+        clip_magnitudes, state
+    )
     loop = run(reference_loop)
     rnn = run(keras_rnn_reference)
     masks = ours[0].numpy()

@@ -11,8 +11,9 @@ from helpers.lab.settings import LAB_LOSSES, lab_examples, loss_knobs, make_sett
 
 
 def test_a_setting_keeps_only_the_knobs_its_loss_takes():
-    per_frame = make_setting("silent", "per-frame (question)", else_scale="1e-10",
-                             silence_weight="3")
+    per_frame = make_setting(
+        "silent", "per-frame (question)", else_scale="1e-10", silence_weight="3"
+    )
     masked = make_setting("silent", "masked", else_scale="1e-10", silence_weight="3")
     assert (per_frame.else_scale, per_frame.silence_weight) == ("1e-10", None)
     assert (masked.else_scale, masked.silence_weight) == (None, "3")

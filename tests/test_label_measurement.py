@@ -43,8 +43,9 @@ def test_speech_frames_uses_the_floor_and_hysteresis():
 def test_speech_frames_hysteresis_works_both_ways_in_time():
     # a breathy onset below the on-threshold but above floor + off_db belongs to the speech
     # it leads into, like the fade-out after it; a lone frame there is still silence
-    fade_in = np.array([-50.0] * 10 + [-47, -44] + [-30.0] * 4 + [-45] + [-50.0] * 5 + [-47]
-                       + [-50.0] * 5)
+    fade_in = np.array(
+        [-50.0] * 10 + [-47, -44] + [-30.0] * 4 + [-45] + [-50.0] * 5 + [-47] + [-50.0] * 5
+    )
     speech = speech_frames(fade_in, on_db=6, off_db=1, min_pause_frames=3)
     assert speech[10:17].all() and not speech[:10].any() and not speech[17:].any()
 
@@ -82,7 +83,17 @@ def test_trim_voicing_decay_unvoices_a_steep_decay_at_the_end_of_a_voiced_stretc
     # the first stretch ends with two drops of 7 and 8 dB: both go; the second ends with a
     # drop of 4 dB: it stays; a stretch of one frame keeps its frame
     assert trim_voicing_decay(voiced, levels).tolist() == [
-        False, True, True, False, False, False, True, True, False, True]
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        True,
+        False,
+        True,
+    ]
     # only the end: a steep drop inside a stretch that then levels off stays voiced
     inside = np.array([-20, -30, -30, -30.0])
     assert trim_voicing_decay(np.ones(4, bool), inside).all()
@@ -122,8 +133,9 @@ def test_the_decay_rule_changes_no_frames_agreement_on_the_synthetic_clips():
         clip = load_clip(name)
         with_rule = labels_from_audio(clip.audio).voicing
         without = labels_from_audio(clip.audio, voicing_decay_db=None).voicing
-        assert np.array_equal(with_rule == clip.labels.voicing,
-                              without == clip.labels.voicing), name
+        assert np.array_equal(with_rule == clip.labels.voicing, without == clip.labels.voicing), (
+            name
+        )
         fired.append(not np.array_equal(with_rule, without))
     assert any(fired)  # it does act on them: the check above is not vacuous
 
@@ -135,8 +147,7 @@ def real_in_white_noise(real):
     return mix(clip.audio, noise, 5.0)
 
 
-def test_labels_find_the_voicing_of_the_real_clip_in_white_noise_at_5_db(real,
-                                                                       real_in_white_noise):
+def test_labels_find_the_voicing_of_the_real_clip_in_white_noise_at_5_db(real, real_in_white_noise):
     # librosa's default switch prior found 41 % of the aligned voiced frames here (55 % of all
     # frames agreed); MEASURED_SWITCH_PROB finds 66 % (68 %)
     clip, _ = real
@@ -153,8 +164,9 @@ def test_the_measured_switch_prior_finds_more_voicing_in_noise_only(real, real_i
     assert measured_prior.sum() >= default.sum() + 0.1 * len(default)
     # on the clean clip the prior changes nothing: the alignment's labels (whose f0 is pyin's
     # with the default prior) stay the reference for the measured ones
-    assert np.array_equal(pitch_track(clip.audio, switch_prob=MEASURED_SWITCH_PROB)[1],
-                          pitch_track(clip.audio)[1])
+    assert np.array_equal(
+        pitch_track(clip.audio, switch_prob=MEASURED_SWITCH_PROB)[1], pitch_track(clip.audio)[1]
+    )
 
 
 def test_pitch_track_rejects_a_switch_prob_that_is_no_probability():

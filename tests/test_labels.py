@@ -28,8 +28,9 @@ def test_labels_by_construction_follow_frame_centres():
     segments = [silence(0.1), vowel("i", 140, 0.2), fricative("s", 0.1)]
     labels = labels_from_segments(segments)
     centres = np.arange(labels.num_frames) * HOP_LENGTH / SAMPLE_RATE
-    expected = np.where(centres < 0.1, Voicing.SILENT,
-                        np.where(centres < 0.3, Voicing.VOICED, Voicing.UNVOICED))
+    expected = np.where(
+        centres < 0.1, Voicing.SILENT, np.where(centres < 0.3, Voicing.VOICED, Voicing.UNVOICED)
+    )
     np.testing.assert_array_equal(labels.voicing, expected)
     assert set(labels.f0[labels.voiced]) == {140.0} and not labels.f0[~labels.voiced].any()
     assert set(labels.f1[labels.voiced]) == {270.0}
@@ -96,8 +97,12 @@ def test_labels_slice_keeps_frames_and_refuses_bad_ranges():
 
 def test_stored_labels_read_back_equal(tmp_path):
     clip = load_clip("utterance_1_snr15")
-    noisy = FrameLabels(clip.labels.voicing, clip.labels.f0 * np.float32(1.0001),
-                        clip.labels.f1 + np.float32(0.1), clip.labels.f2)
+    noisy = FrameLabels(
+        clip.labels.voicing,
+        clip.labels.f0 * np.float32(1.0001),
+        clip.labels.f1 + np.float32(0.1),
+        clip.labels.f2,
+    )
     back = read_frame_labels(write_frame_labels(noisy, tmp_path / "l.csv"), source="stored")
     for name in ("voicing", "f0", "f1", "f2"):
         assert np.array_equal(getattr(back, name), getattr(noisy, name)), name
@@ -105,15 +110,18 @@ def test_stored_labels_read_back_equal(tmp_path):
     assert back.source == "stored" and back.num_frames == clip.labels.num_frames
 
 
-@pytest.mark.parametrize("text, match", [
-    ("", "expected a header line"),
-    ("frame,voicing,f0\n0,0,0\n", "expected a header line"),
-    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0,x\n", "expected numbers"),
-    ("frame,voicing,f0_hz,f1_hz,f2_hz\n", "one row of 5 numbers"),
-    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0,0\n2,0,0,0,0\n", "in order"),
-    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0\n", "one row of 5 numbers"),
-    ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,1,0,0,0\n", "every voiced frame needs f0 > 0"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("", "expected a header line"),
+        ("frame,voicing,f0\n0,0,0\n", "expected a header line"),
+        ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0,x\n", "expected numbers"),
+        ("frame,voicing,f0_hz,f1_hz,f2_hz\n", "one row of 5 numbers"),
+        ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0,0\n2,0,0,0,0\n", "in order"),
+        ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,0,0,0\n", "one row of 5 numbers"),
+        ("frame,voicing,f0_hz,f1_hz,f2_hz\n0,1,0,0,0\n", "every voiced frame needs f0 > 0"),
+    ],
+)
 def test_stored_labels_that_do_not_read_are_refused(tmp_path, text, match):
     (tmp_path / "l.csv").write_text(text)
     with pytest.raises(LabelError, match=match):

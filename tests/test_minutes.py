@@ -1,6 +1,7 @@
-"""The README's minutes and each notebook's "Time" line come from scripts/notebook_minutes.py:
-prose at 200 words a minute, 6 s per visible line of code (proof cells count 0), the run time
-and each exercise at the minutes INSTRUCTORS.md gives it. Fast: nothing is executed."""
+"""scripts/notebook_minutes.py, the measure of a notebook's minutes and size that the README,
+each notebook's "Time" line and scripts/lint_course.py use: prose at 200 words a minute, 6 s
+per visible line of code (proof cells count 0), the run time and each exercise at the minutes
+INSTRUCTORS.md gives it. Nothing is executed."""
 
 from __future__ import annotations
 
@@ -12,66 +13,74 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("notebook_minutes",
-                                               ROOT / "scripts" / "notebook_minutes.py")
+_spec = importlib.util.spec_from_file_location(
+    "notebook_minutes", ROOT / "scripts" / "notebook_minutes.py"
+)
 minutes = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = minutes  # dataclasses look their module up there
 _spec.loader.exec_module(minutes)
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-TOLERANCE = 0.30
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_readme_minutes_are_within_30_percent_of_the_measure(path):
-    stated = minutes.readme_minutes(ROOT / "README.md")
-    assert path.stem in stated, f"README's course map has no row for {path.stem}"
-    measured = minutes.notebook_minutes(path).total
-    assert abs(stated[path.stem] - measured) <= TOLERANCE * measured, (
-        f"README says {stated[path.stem]} minutes for {path.stem}; the measure is "
-        f"{measured:.0f} (python scripts/notebook_minutes.py): update the course map")
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_each_notebooks_time_line_is_within_30_percent_of_the_measure(path):
-    measured = minutes.notebook_minutes(path).total
-    stated = minutes.stated_minutes(path)
-    assert abs(stated - measured) <= TOLERANCE * measured, (
-        f"{path.name} says 'about {stated} minutes'; the measure is {measured:.0f}")
-
 
 def _notebook(tmp_path: Path, cells: list[dict]) -> Path:
     path = tmp_path / "99_tiny.ipynb"
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
-                                "nbformat_minor": 5}))
+    path.write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     return path
 
 
 def _instructors(tmp_path: Path, bullet: str) -> Path:
     path = tmp_path / "INSTRUCTORS.md"
-    path.write_text(f"# Teaching\n\n### 99 · Tiny\n\n- **Demo live:** x\n{bullet}\n\n"
-                    "### 98 · Other\n\n- **Exercise 9.9** (`g`): 50 minutes.\n")
+    path.write_text(
+        f"# Teaching\n\n### 99 · Tiny\n\n- **Demo live:** x\n{bullet}\n\n"
+        "### 98 · Other\n\n- **Exercise 9.9** (`g`): 50 minutes.\n"
+    )
     return path
 
 
 def test_the_measure_counts_words_visible_code_lines_and_exercises(tmp_path):
-    path = _notebook(tmp_path, [
-        {"cell_type": "markdown", "metadata": {},
-         "source": "# Title words\n\n| a | b |\n|---|---|\n<b>bold</b> `tf.x`\n"
-                   "```python\nshown = 1\n\nalso = 2\n```"},  # 7 words, 2 code lines
-        {"cell_type": "code", "metadata": {}, "outputs": [],
-         "source": "# a comment is not a line\nx = 1\n\ny = 2  # this one is\n"},  # 2 lines
-        {"cell_type": "code", "metadata": {"tags": ["proof"], "jupyter": {"source_hidden": True}},
-         "outputs": [], "source": "assert x == 1\nassert y == 2\n"},  # a proof cell: 0
-        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "assert x\n"},  # 1 line
-        {"cell_type": "code", "metadata": {"tags": ["lesson-assert"]}, "outputs": [],
-         "source": "assert y\n"},  # 1 line, an assert that is the lesson
-        {"cell_type": "code", "metadata": {"exercise": {"checker": "m:f", "function": "f"}},
-         "outputs": [], "source": "def f():\n    return 1\n"},  # the exercise's own cells
-        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "check(f)\n"},
-        {"cell_type": "markdown", "metadata": {},
-         "source": "<details>\n\n```python\ndef f():\n    return 2\n```\n</details>"},
-    ])
+    path = _notebook(
+        tmp_path,
+        [
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": "# Title words\n\n| a | b |\n|---|---|\n<b>bold</b> `tf.x`\n"
+                "```python\nshown = 1\n\nalso = 2\n```",
+            },  # 7 words, 2 code lines
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "source": "# a comment is not a line\nx = 1\n\ny = 2  # this one is\n",
+            },  # 2 lines
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["proof"], "jupyter": {"source_hidden": True}},
+                "outputs": [],
+                "source": "assert x == 1\nassert y == 2\n",
+            },  # a proof cell: 0
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": "assert x\n"},  # 1 line
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["lesson-assert"]},
+                "outputs": [],
+                "source": "assert y\n",
+            },  # 1 line, an assert that is the lesson
+            {
+                "cell_type": "code",
+                "metadata": {"exercise": {"checker": "m:f", "function": "f"}},
+                "outputs": [],
+                "source": "def f():\n    return 1\n",
+            },  # the exercise's own cells
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": "check(f)\n"},
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": "<details>\n\n```python\ndef f():\n    return 2\n```\n</details>",
+            },
+        ],
+    )
     instructors = _instructors(tmp_path, "- **Exercise 9.1** (`f`): 12 minutes.")
     measured = minutes.notebook_minutes(path, instructors)
     assert (measured.words, measured.code_lines, measured.exercises) == (7, 6, 1)
@@ -81,15 +90,20 @@ def test_the_measure_counts_words_visible_code_lines_and_exercises(tmp_path):
     # (Title words a b b bold b tf x python shown 1 also 2 = 14; details python def f return 2
     # details = 7).
     assert (measured.visible_code_lines, measured.prose_words) == (7, 21)
-    expected = (7 / minutes.WORDS_PER_MINUTE + 6 * minutes.SECONDS_PER_CODE_LINE / 60
-                + minutes.RUN_MINUTES + 12)
+    expected = (
+        7 / minutes.WORDS_PER_MINUTE
+        + 6 * minutes.SECONDS_PER_CODE_LINE / 60
+        + minutes.RUN_MINUTES
+        + 12
+    )
     assert measured.total == pytest.approx(expected)
     assert (minutes.WORDS_PER_MINUTE, minutes.SECONDS_PER_CODE_LINE) == (200, 6)
 
 
 def test_exercise_minutes_come_from_the_notebooks_own_section(tmp_path):
-    each = _instructors(tmp_path, "- **Exercises 9.1** (a) **and 9.2** (b): about 15\n"
-                                  "  minutes each, as homework.")
+    each = _instructors(
+        tmp_path, "- **Exercises 9.1** (a) **and 9.2** (b): about 15\n  minutes each, as homework."
+    )
     assert minutes.exercise_minutes("99_tiny", 2, each) == 30
     assert minutes.exercise_minutes("99_tiny", 0, each) == 0
     none = _instructors(tmp_path, "- **Students run:** everything.")

@@ -37,14 +37,15 @@ def test_hum_is_harmonics_of_the_mains():
     x = make_noise("hum", N, seed=2)
     spectrum = np.abs(np.fft.rfft(x.astype(np.float64))) ** 2
     freqs = np.fft.rfftfreq(N, 1 / 16000)
-    on_harmonics = sum(spectrum[np.abs(freqs - k * f).argmin()]
-                       for f in (50.0, 60.0) for k in range(1, 11))
+    on_harmonics = sum(
+        spectrum[np.abs(freqs - k * f).argmin()] for f in (50.0, 60.0) for k in range(1, 11)
+    )
     assert on_harmonics > 0.9 * spectrum.sum()
 
 
 def test_bursts_switch_on_and_off():
     x = make_noise("bursts", N, seed=5).astype(np.float64)
-    levels = 10 * np.log10(np.mean(x[:N // 160 * 160].reshape(-1, 160) ** 2, axis=1))
+    levels = 10 * np.log10(np.mean(x[: N // 160 * 160].reshape(-1, 160) ** 2, axis=1))
     assert np.percentile(levels, 90) - np.percentile(levels, 10) > 20
 
 
@@ -61,8 +62,9 @@ def test_mix_sets_the_snr_exactly():
     rng = np.random.default_rng(0)
     clean = rng.standard_normal(N).astype(np.float32) * 0.1
     noisy = mix(clean, make_noise("pink", N, 1), 5.0)
-    snr = 10 * np.log10(np.sum(clean.astype(np.float64) ** 2)
-                        / np.sum((noisy - clean).astype(np.float64) ** 2))
+    snr = 10 * np.log10(
+        np.sum(clean.astype(np.float64) ** 2) / np.sum((noisy - clean).astype(np.float64) ** 2)
+    )
     assert abs(snr - 5.0) < 0.01
 
 

@@ -5,8 +5,6 @@ hides audio bytes and nothing else."""
 
 from __future__ import annotations
 
-import gc
-import os
 import re
 import subprocess
 import sys
@@ -19,8 +17,10 @@ from nbval.plugin import find_comment_markers, find_metadata_tags
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-NOISE = re.compile(r"I0000 |WARNING: All log messages|oneDNN custom operations|"
-                   r"cpu_feature_guard|cudart_stub|at 0x[0-9a-f]{6,}|object at 0x")
+NOISE = re.compile(
+    r"I0000 |WARNING: All log messages|oneDNN custom operations|"
+    r"cpu_feature_guard|cudart_stub|at 0x[0-9a-f]{6,}|object at 0x"
+)
 IDS = [p.stem for p in NOTEBOOKS]
 SANITIZER = ROOT / "tests" / "nbval_sanitize.cfg"  # what ./course.sh passes to nbval
 
@@ -43,7 +43,8 @@ def test_the_course_has_its_notebooks():
 def test_outputs_come_from_one_clean_top_to_bottom_run(path):
     counts = [c.execution_count for c in _code_cells(path) if c.source.strip()]
     assert counts == list(range(1, len(counts) + 1)), (
-        "run scripts/regenerate_outputs.py: some cells are unrun or were run out of order")
+        "run scripts/regenerate_outputs.py: some cells are unrun or were run out of order"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -65,8 +66,10 @@ def test_no_path_of_the_machine_that_made_the_outputs(path):
         for output in cell.outputs:
             text = "\n".join(output.get("traceback", [])) + _output_text(output)
             match = machine.search(text)
-            assert not match, (f"code cell {index}: stored output names {match.group(0)!r}; "
-                               "run scripts/regenerate_outputs.py")
+            assert not match, (
+                f"code cell {index}: stored output names {match.group(0)!r}; "
+                "run scripts/regenerate_outputs.py"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -75,8 +78,10 @@ def test_errors_only_where_a_cell_is_marked_to_fail(path):
         marked = "raises-exception" in cell.metadata.get("tags", [])
         errors = [o for o in cell.outputs if o.output_type == "error"]
         if marked:
-            assert len(errors) == 1, f"code cell {index} is tagged raises-exception but stored " \
-                                     "no error: nbval would compare nothing"
+            assert len(errors) == 1, (
+                f"code cell {index} is tagged raises-exception but stored "
+                "no error: nbval would compare nothing"
+            )
         else:
             assert not errors, f"code cell {index} failed: {errors[0].ename}: {errors[0].evalue}"
 
@@ -89,10 +94,12 @@ def test_notebook_opens_and_closes_as_the_course_promises(path):
     for phrase in ("You need", "Time"):
         assert phrase in opening, f"the opening cell does not say {phrase!r}"
     first_code = _code_cells(path)[0].source
-    first_import = next(line for line in first_code.splitlines()
-                        if line.startswith(("import ", "from ")))
-    assert first_import.startswith(("import helpers", "from helpers")), \
+    first_import = next(
+        line for line in first_code.splitlines() if line.startswith(("import ", "from "))
+    )
+    assert first_import.startswith(("import helpers", "from helpers")), (
         "import helpers before TensorFlow: it keeps TensorFlow's start-up log quiet"
+    )
     assert "make_deterministic" in first_code
     text = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     assert "## Summary" in text and "## Exercise" in text
@@ -106,26 +113,35 @@ def _nbval_compares(cell) -> bool:
         warnings.simplefilter("ignore")  # nbval warns about conflicting markers; not our test
         options = dict(find_metadata_tags(cell.metadata))
         options.update(find_comment_markers(cell.source))
-    return (options.get("check", True) and not options.get("skip", False)
-            and cell.execution_count is not None)
+    return (
+        options.get("check", True)
+        and not options.get("skip", False)
+        and cell.execution_count is not None
+    )
 
 
 def test_nbval_compares_the_outputs_of_at_least_nine_code_cells_in_ten():
-    counts = {path.name: (sum(map(_nbval_compares, cells)), len(cells))
-              for path in NOTEBOOKS for cells in [_code_cells(path)]}
+    counts = {
+        path.name: (sum(map(_nbval_compares, cells)), len(cells))
+        for path in NOTEBOOKS
+        for cells in [_code_cells(path)]
+    }
     compared = sum(c for c, _ in counts.values())
     total = sum(n for _, n in counts.values())
     assert compared >= 0.9 * total, (
         f"nbval compares the outputs of {compared} of {total} code cells; "
-        f"NBVAL_IGNORE_OUTPUT / NBVAL_SKIP are for timings only: {counts}")
+        f"NBVAL_IGNORE_OUTPUT / NBVAL_SKIP are for timings only: {counts}"
+    )
 
 
 # The meta-test: tiny notebooks with stored outputs, each run once by nbval exactly as the test
 # commands run it (strict, with the sanitizer), all in one subprocess.
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 AUDIO = "from IPython.display import Audio\nAudio([0.0, 0.5, -0.5, 0.25], rate=8000)"
-LABELLED_AUDIO = ("from IPython.display import HTML, Audio\n"
-                  "HTML('<p>10.6 dB</p>' + Audio([0.0, 0.5, -0.5, 0.25], rate=8000)._repr_html_())")
+LABELLED_AUDIO = (
+    "from IPython.display import HTML, Audio\n"
+    "HTML('<p>10.6 dB</p>' + Audio([0.0, 0.5, -0.5, 0.25], rate=8000)._repr_html_())"
+)
 
 
 def _error(name: str = "ValueError"):
@@ -133,8 +149,9 @@ def _error(name: str = "ValueError"):
 
 
 def _html(html: str, plain: str):
-    return nbformat.v4.new_output("execute_result", execution_count=1,
-                                  data={"text/html": html, "text/plain": plain})
+    return nbformat.v4.new_output(
+        "execute_result", execution_count=1, data={"text/html": html, "text/plain": plain}
+    )
 
 
 def _audio(last_sample: float = 0.26) -> str:
@@ -147,15 +164,31 @@ def _audio(last_sample: float = 0.26) -> str:
 
 CASES = {  # notebook name: (the cell's source now, its stored outputs, its tags, should pass?)
     "still_raises": ("raise ValueError('boom')", [_error()], ["raises-exception"], True),
-    "stopped_raising": ("x = 1  # the fix someone made by accident", [_error()],
-                        ["raises-exception"], False),
+    "stopped_raising": (
+        "x = 1  # the fix someone made by accident",
+        [_error()],
+        ["raises-exception"],
+        False,
+    ),
     "raises_another_error": ("raise TypeError('boom')", [_error()], ["raises-exception"], False),
-    "audio_bytes_differ": (AUDIO, [_html(_audio(), "<IPython.lib.display.Audio object>")],
-                           [], True),
-    "text_beside_audio_differs": (LABELLED_AUDIO, [_html(
-        "<p>10.5 dB</p>" + _audio(), "<IPython.core.display.HTML object>")], [], False),
-    "printed_number_differs": ("print(0.25)", [nbformat.v4.new_output(
-        "stream", name="stdout", text="0.26\n")], [], False),
+    "audio_bytes_differ": (
+        AUDIO,
+        [_html(_audio(), "<IPython.lib.display.Audio object>")],
+        [],
+        True,
+    ),
+    "text_beside_audio_differs": (
+        LABELLED_AUDIO,
+        [_html("<p>10.5 dB</p>" + _audio(), "<IPython.core.display.HTML object>")],
+        [],
+        False,
+    ),
+    "printed_number_differs": (
+        "print(0.25)",
+        [nbformat.v4.new_output("stream", name="stdout", text="0.26\n")],
+        [],
+        False,
+    ),
 }
 
 
@@ -163,40 +196,42 @@ def test_nbval_fails_when_an_output_changes_except_audio_bytes(tmp_path):
     """nbval passes a cell meant to fail only while it fails the same way, and the sanitizer
     hides an audio player's bytes but not a printed number nor the text beside a player.
     nbval tests each cell on its own, so every case is one cell of one notebook: one kernel."""
-    cells = [nbformat.v4.new_code_cell(source, execution_count=1, outputs=outputs,
-                                       metadata={"tags": tags} if tags else {})
-             for source, outputs, tags, _ in CASES.values()]
+    cells = [
+        nbformat.v4.new_code_cell(
+            source, execution_count=1, outputs=outputs, metadata={"tags": tags} if tags else {}
+        )
+        for source, outputs, tags, _ in CASES.values()
+    ]
     notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC})
     nbformat.write(notebook, tmp_path / "cases.ipynb")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
-         f"--nbval-sanitize-with={SANITIZER}", f"--rootdir={tmp_path}", "-v",
-         "-p", "no:cacheprovider", str(tmp_path / "cases.ipynb")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval",
+            "--nbval-current-env",
+            f"--nbval-sanitize-with={SANITIZER}",
+            f"--rootdir={tmp_path}",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path / "cases.ipynb"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert _audio() != _audio(0.25)  # so only the sanitizer can make audio_bytes_differ pass
     for index, (name, (*_, passes)) in enumerate(CASES.items()):
-        line = next((line for line in result.stdout.splitlines()
-                     if re.match(rf"\S*::Cell {index} (PASSED|FAILED)", line)), None)
+        line = next(
+            (
+                line
+                for line in result.stdout.splitlines()
+                if re.match(rf"\S*::Cell {index} (PASSED|FAILED)", line)
+            ),
+            None,
+        )
         assert line is not None, result.stdout[-2000:]
         assert ("PASSED" in line) == passes, f"{name}: {line}\n{result.stdout[-3000:]}"
-
-
-def test_kernels_start_from_the_runs_own_ipython_dir_with_the_test_gc_setting():
-    """conftest.py: the kernels this run starts use its IPython directory (a learner's start-up
-    files cannot reach them) and the collector setting the test processes use (a plain Python
-    keeps the default), and the start-up file leaves no name in the notebook."""
-    from nbclient import NotebookClient
-
-    cells = [nbformat.v4.new_code_cell('print([n for n in ("atexit", "gc") if n in dir()])'),
-             nbformat.v4.new_code_cell('import gc, os\nprint(gc.get_threshold())\n'
-                                       'print(os.environ["IPYTHONDIR"])')]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
-    names, printed = (cell.outputs[0]["text"] for cell in notebook.cells)
-    threshold, ipython_dir = printed.splitlines()
-    plain = subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold())"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    assert names == "[]\n"
-    assert threshold == str(gc.get_threshold()) != plain
-    assert ipython_dir == os.environ["IPYTHONDIR"] and Path(ipython_dir).name.startswith(
-        "clinic-ipython-")

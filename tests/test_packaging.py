@@ -51,9 +51,21 @@ def wheel_install(tmp_path_factory) -> tuple[str, Path]:
     editable install is not among them)."""
     work = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(work), str(ROOT)], capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(work),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr
     (wheel,) = work.glob("gradient_clinic-*.whl")
     env = work / "env"
@@ -64,9 +76,21 @@ def wheel_install(tmp_path_factory) -> tuple[str, Path]:
     )
     (site / "course_environment.pth").write_text(sysconfig.get_path("purelib") + "\n")
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
-         "--target", str(site), str(wheel)], capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert install.returncode == 0, install.stderr
     return python, site
 

@@ -24,13 +24,15 @@ from helpers.diagnosis.plots import (
 )
 from helpers.diagnosis.report import GradientReport, GradientRow, gradient_report
 
-MIXED = GradientReport([
-    GradientRow("dense/kernel", (3, 2), "ok", 0.5),
-    GradientRow("dense/bias", (2,), "zero", 0.0),
-    GradientRow("gru/kernel", (3, 6), "nonfinite", math.nan),
-    GradientRow("gru/bias", (6,), "none", None),
-    GradientRow("head/kernel", (2, 1), "ok", 1e-7),
-])
+MIXED = GradientReport(
+    [
+        GradientRow("dense/kernel", (3, 2), "ok", 0.5),
+        GradientRow("dense/bias", (2,), "zero", 0.0),
+        GradientRow("gru/kernel", (3, 6), "nonfinite", math.nan),
+        GradientRow("gru/bias", (6,), "none", None),
+        GradientRow("head/kernel", (2, 1), "ok", 1e-7),
+    ]
+)
 
 
 def _artists(fig, gid):
@@ -43,8 +45,11 @@ def test_one_bar_or_marker_per_variable_with_its_status():
         expected = MIXED.statuses.count(status)
         assert len(_artists(fig, status_gid(status))) == expected, status
     # every row that is not a bar also carries a text label
-    labels = [a.get_text() for s in ("zero", "nonfinite", "none")
-              for a in _artists(fig, status_gid(s) + "-label")]
+    labels = [
+        a.get_text()
+        for s in ("zero", "nonfinite", "none")
+        for a in _artists(fig, status_gid(s) + "-label")
+    ]
     assert labels == ["zero (no bar)", "NaN (no bar)", "None (no bar)"]
 
 
@@ -92,23 +97,34 @@ def test_side_by_side_has_one_legend_for_the_figure():
     assert all(ax.get_legend() is None for ax in fig.axes)
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == [
-        "norm (log scale)", "zero", "NaN / inf", "None"]
+        "norm (log scale)",
+        "zero",
+        "NaN / inf",
+        "None",
+    ]
     # A panel with only None rows shares the figure's legend, drawn once.
     fig = plot_reports({"none": none, "after": after})
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["norm (log scale)", "None"]
 
 
-@pytest.mark.parametrize("plot", [
-    lambda: plot_gradient_norms(MIXED),
-    lambda: plot_reports({"a": MIXED, "b": MIXED}),
-])
+@pytest.mark.parametrize(
+    "plot",
+    [
+        lambda: plot_gradient_norms(MIXED),
+        lambda: plot_reports({"a": MIXED, "b": MIXED}),
+    ],
+)
 def test_markers_leave_the_variable_names_readable(plot):
     fig = plot()
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    names = [t.get_window_extent(renderer) for ax in fig.axes
-             for t in ax.get_yticklabels() if t.get_visible() and t.get_text()]
+    names = [
+        t.get_window_extent(renderer)
+        for ax in fig.axes
+        for t in ax.get_yticklabels()
+        if t.get_visible() and t.get_text()
+    ]
     assert names
     for status in ("zero", "nonfinite", "none"):
         for marker in _artists(fig, status_gid(status)):
@@ -134,12 +150,15 @@ def test_history_heatmap_marks_special_cells():
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["10", "20", "30"]
 
 
-@pytest.mark.parametrize(("steps", "expected"), [
-    ([*range(0, 120, 4), 119], [0, 20, 40, 60, 80, 100]),  # notebook 02's history
-    (list(range(20)), [0, 5, 10, 15]),  # 06's live run
-    (list(range(7, 60)), [10, 20, 30, 40, 50]),
-    ([3, 17, 31], [3, 31]),  # no round step among the columns: the ends
-])
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ([*range(0, 120, 4), 119], [0, 20, 40, 60, 80, 100]),  # notebook 02's history
+        (list(range(20)), [0, 5, 10, 15]),  # 06's live run
+        (list(range(7, 60)), [10, 20, 30, 40, 50]),
+        ([3, 17, 31], [3, 31]),  # no round step among the columns: the ends
+    ],
+)
 def test_history_heatmap_ticks_are_round_step_numbers_at_their_columns(steps, expected):
     ok = GradientReport([GradientRow(r.name, r.shape, "ok", 1.0) for r in MIXED])
     ax = plot_norm_history([ok] * len(steps), steps=steps).axes[0]
@@ -188,11 +207,14 @@ def test_real_gradients_plot():
     assert len(_artists(fig, status_gid("ok"))) == 1
 
 
-@pytest.mark.parametrize("bad, history_error, history_match", [
-    ([], ValueError, "needs at least one report"),
-    ("report", TypeError, "expected a GradientReport .*got str"),
-    (None, ValueError, "needs at least one report"),
-])
+@pytest.mark.parametrize(
+    "bad, history_error, history_match",
+    [
+        ([], ValueError, "needs at least one report"),
+        ("report", TypeError, "expected a GradientReport .*got str"),
+        (None, ValueError, "needs at least one report"),
+    ],
+)
 def test_bad_inputs(bad, history_error, history_match):
     expected = "expected a GradientReport from helpers.diagnosis.gradient_report"
     with pytest.raises(TypeError, match=expected):
@@ -246,7 +268,6 @@ def test_spectrogram_plot_rejects_bad_audio_and_labels():
         plot_spectrogram(clip.audio[:8000], labels=clip.labels)
 
 
-
 # -- the locator's picture of a gradient path -------------------------------------------------
 PATH_CASE = dict(
     marks=["denoised", "audio_np", "audio"],
@@ -262,18 +283,25 @@ PATH_CASE = dict(
 def test_gradient_path_draws_marks_in_order_reach_breaks_and_apart():
     fig = plot_gradient_path(**PATH_CASE)
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["sources", "denoised", "audio_np",
-                                                            "audio", "loss"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "sources",
+        "denoised",
+        "audio_np",
+        "audio",
+        "loss",
+    ]
     dots = _artists(fig, "path-reach")
     assert [list(d.get_xdata()) for d in dots] == [[1], [1]]  # both reach 'denoised' only
     breaks = _artists(fig, "path-break")
     assert len(breaks) == 2 and {to_hex(b.get_facecolor()) for b in breaks} == {
-        PATH_COLOURS["break"]}
+        PATH_COLOURS["break"]
+    }
     assert len(_artists(fig, "path-apart")) == 1 and len(_artists(fig, "path-separator")) == 1
     assert [t.get_text() for t in ax.get_yticklabels()][-1] == "gain"
     assert len(_artists(fig, "path-loss")) == 1 and len(_artists(fig, "path-no-loss")) == 2
-    assert [t.get_text() for t in ax.get_xticklabels() if t.get_gid() == "path-no-gradient"
-            ] == ["audio_np"]
+    assert [t.get_text() for t in ax.get_xticklabels() if t.get_gid() == "path-no-gradient"] == [
+        "audio_np"
+    ]
 
 
 def test_gradient_path_healthy_has_no_break_and_nothing_apart():
@@ -282,12 +310,15 @@ def test_gradient_path_healthy_has_no_break_and_nothing_apart():
     assert len(_artists(fig, "path-source-ok")) == 1
 
 
-@pytest.mark.parametrize("change, match", [
-    ({"sources": []}, "at least one source"),
-    ({"reaches": [[True]]}, "one row of 3 booleans"),
-    ({"loss_reaches": [True]}, "one boolean per mark"),
-    ({"sources_reached": [True]}, "one boolean per source"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"sources": []}, "at least one source"),
+        ({"reaches": [[True]]}, "one row of 3 booleans"),
+        ({"loss_reaches": [True]}, "one boolean per mark"),
+        ({"sources_reached": [True]}, "one boolean per source"),
+    ],
+)
 def test_gradient_path_rejects_mismatched_data(change, match):
     with pytest.raises(ValueError, match=match):
         plot_gradient_path(**{**PATH_CASE, **change})

@@ -14,17 +14,20 @@ from helpers.diagnosis.report import GradientReport, GradientRow, gradient_repor
 # --- sig --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value, digits, text", [
-    (0.0032549, 3, "0.00325"),
-    (9.5612, 3, "9.56"),
-    (10.6, 3, "10.6"),
-    (2.0, 3, "2"),
-    (0.0, 3, "0"),
-    (-1.23456, 2, "-1.2"),
-    (1234567.0, 3, "1.23e+06"),
-    (float("nan"), 3, "nan"),
-    (float("inf"), 3, "inf"),
-])
+@pytest.mark.parametrize(
+    "value, digits, text",
+    [
+        (0.0032549, 3, "0.00325"),
+        (9.5612, 3, "9.56"),
+        (10.6, 3, "10.6"),
+        (2.0, 3, "2"),
+        (0.0, 3, "0"),
+        (-1.23456, 2, "-1.2"),
+        (1234567.0, 3, "1.23e+06"),
+        (float("nan"), 3, "nan"),
+        (float("inf"), 3, "inf"),
+    ],
+)
 def test_sig_gives_significant_digits(value, digits, text):
     assert sig(value, digits) == text
 
@@ -60,19 +63,22 @@ def test_bound_text_needs_a_positive_bound(bound):
 # --- norm_text --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("norm, largest, text", [
-    (None, 1.0, "-"),
-    (float("nan"), 1.0, "nan"),
-    (float("inf"), 1.0, "inf"),
-    (0.0, 1.0, "0"),  # exactly zero is a fact, not roundoff
-    (3e-8, 1.0, "~0"),  # below ROUNDOFF_FLOOR * largest: roundoff, no digits
-    (ROUNDOFF_FLOOR, 1.0, "1e-06"),  # at the floor: digits
-    (0.5, 1.0, "0.5"),
-    (0.123456, 1.0, "0.123"),
-    (3e-8, None, "3e-08"),  # nothing to compare with: digits
-    (3e-8, 3e-8, "3e-08"),  # a tiny norm that is the largest is not roundoff
-    (3e-8, float("inf"), "3e-08"),  # a non-finite largest is not a scale
-])
+@pytest.mark.parametrize(
+    "norm, largest, text",
+    [
+        (None, 1.0, "-"),
+        (float("nan"), 1.0, "nan"),
+        (float("inf"), 1.0, "inf"),
+        (0.0, 1.0, "0"),  # exactly zero is a fact, not roundoff
+        (3e-8, 1.0, "~0"),  # below ROUNDOFF_FLOOR * largest: roundoff, no digits
+        (ROUNDOFF_FLOOR, 1.0, "1e-06"),  # at the floor: digits
+        (0.5, 1.0, "0.5"),
+        (0.123456, 1.0, "0.123"),
+        (3e-8, None, "3e-08"),  # nothing to compare with: digits
+        (3e-8, 3e-8, "3e-08"),  # a tiny norm that is the largest is not roundoff
+        (3e-8, float("inf"), "3e-08"),  # a non-finite largest is not a scale
+    ],
+)
 def test_norm_text_classes(norm, largest, text):
     assert norm_text(norm, largest) == text
 
@@ -85,13 +91,15 @@ def test_norm_text_floor_is_relative_to_the_largest_norm():
 
 # --- the gradient report uses it ---------------------------------------------------------------
 
-REPORT = GradientReport([
-    GradientRow("big/kernel", (3, 2), "ok", 12.5),
-    GradientRow("roundoff/bias", (2,), "ok", 3.1e-9),
-    GradientRow("exact/bias", (2,), "zero", 0.0),
-    GradientRow("missing/bias", (2,), "none", None),
-    GradientRow("broken/kernel", (2, 2), "nonfinite", math.nan),
-])
+REPORT = GradientReport(
+    [
+        GradientRow("big/kernel", (3, 2), "ok", 12.5),
+        GradientRow("roundoff/bias", (2,), "ok", 3.1e-9),
+        GradientRow("exact/bias", (2,), "zero", 0.0),
+        GradientRow("missing/bias", (2,), "none", None),
+        GradientRow("broken/kernel", (2, 2), "nonfinite", math.nan),
+    ]
+)
 
 
 def _text_columns(report: GradientReport) -> dict[str, list[str]]:
@@ -114,16 +122,26 @@ def test_largest_norm_ignores_none_and_non_finite():
 
 def test_report_text_shows_roundoff_as_approx_zero_and_exact_zero_as_zero():
     cells = _norm_cells_of_text(REPORT)
-    assert cells == {"big/kernel": "12.5", "roundoff/bias": "~0", "exact/bias": "0",
-                     "missing/bias": "-", "broken/kernel": "nan"}
+    assert cells == {
+        "big/kernel": "12.5",
+        "roundoff/bias": "~0",
+        "exact/bias": "0",
+        "missing/bias": "-",
+        "broken/kernel": "nan",
+    }
     assert "3.1e-09" not in REPORT.to_text() and "3.1e-09" not in REPORT._repr_html_()
 
 
 def test_report_status_column_still_says_ok_and_zero():
     """``~0`` is only how the norm prints: a roundoff gradient is still a gradient (ok)."""
     status = {name: cells[2] for name, cells in _text_columns(REPORT).items()}
-    assert status == {"big/kernel": "ok", "roundoff/bias": "ok", "exact/bias": "zero",
-                      "missing/bias": "none", "broken/kernel": "nonfinite"}
+    assert status == {
+        "big/kernel": "ok",
+        "roundoff/bias": "ok",
+        "exact/bias": "zero",
+        "missing/bias": "none",
+        "broken/kernel": "nonfinite",
+    }
     assert REPORT.statuses == ["ok", "ok", "zero", "none", "nonfinite"]
     assert REPORT.summary() == "5 variables: 2 ok, 1 zero, 1 nonfinite, 1 none"
 

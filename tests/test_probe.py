@@ -14,18 +14,23 @@ from helpers.diagnosis.probe import LOSS, VARIABLES, GradientProbe, Location, Pr
 @pytest.fixture(scope="module")
 def model():
     keras.utils.set_random_seed(0)
-    return keras.Sequential([
-        keras.Input((8,)),
-        keras.layers.Dense(4, activation="tanh", name="enc"),
-        keras.layers.Dense(8, name="dec"),
-    ], name="denoiser")
+    return keras.Sequential(
+        [
+            keras.Input((8,)),
+            keras.layers.Dense(4, activation="tanh", name="enc"),
+            keras.layers.Dense(8, name="dec"),
+        ],
+        name="denoiser",
+    )
 
 
 @pytest.fixture(scope="module")
 def frames():
     rng = np.random.default_rng(0)
-    return (tf.constant(rng.normal(size=(3, 8)), tf.float32),
-            tf.constant(rng.normal(size=(3, 8)), tf.float32))
+    return (
+        tf.constant(rng.normal(size=(3, 8)), tf.float32),
+        tf.constant(rng.normal(size=(3, 8)), tf.float32),
+    )
 
 
 def _mse(a, b):
@@ -179,10 +184,13 @@ def test_loss_computed_before_the_block(model, frames):
     assert "before the `with` block began" in where.loss_note
 
 
-@pytest.mark.parametrize("make_loss, words", [
-    (lambda out, clean: np.mean((np.asarray(out) - np.asarray(clean)) ** 2), "NumPy float32"),
-    (lambda out, clean: float(tf.reduce_mean(out)), "Python float"),
-])
+@pytest.mark.parametrize(
+    "make_loss, words",
+    [
+        (lambda out, clean: np.mean((np.asarray(out) - np.asarray(clean)) ** 2), "NumPy float32"),
+        (lambda out, clean: float(tf.reduce_mean(out)), "Python float"),
+    ],
+)
 def test_loss_outside_tensorflow(model, frames, make_loss, words):
     noisy, clean = frames
     with GradientProbe() as probe:

@@ -17,11 +17,14 @@ def _methods():
     return [(owner, name, owner.__dict__[name]) for owner, name, _ in _owners()]
 
 
-@pytest.mark.parametrize("convert, label", [
-    (float, "float()"),
-    (int, "int()"),
-    (lambda t: t.numpy(), ".numpy()"),
-])
+@pytest.mark.parametrize(
+    "convert, label",
+    [
+        (float, "float()"),
+        (int, "int()"),
+        (lambda t: t.numpy(), ".numpy()"),
+    ],
+)
 def test_each_conversion_of_a_float_tensor_is_noted_once(convert, label):
     noted = []
     t = tf.constant(2.5)
@@ -31,8 +34,9 @@ def test_each_conversion_of_a_float_tensor_is_noted_once(convert, label):
     assert [lab for lab, _ in noted] == [label] and noted[0][1] is t
 
 
-@pytest.mark.parametrize("variable", [tf.Variable(0.5), keras.Variable(0.5)],
-                         ids=["tf.Variable", "keras.Variable"])
+@pytest.mark.parametrize(
+    "variable", [tf.Variable(0.5), keras.Variable(0.5)], ids=["tf.Variable", "keras.Variable"]
+)
 def test_a_variable_read_as_a_number_is_noted_as_the_variable(variable):
     noted = []
     with noting_exits(lambda lab, value: noted.append((lab, value))):

@@ -27,15 +27,28 @@ class _Stop(keras.layers.Layer):
 
 
 def _inner():
-    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, name="s1"),
-                             _Stop(name="stop"), keras.layers.Dense(4, name="s2")],
-                            name="inner")
+    return keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(4, name="s1"),
+            _Stop(name="stop"),
+            keras.layers.Dense(4, name="s2"),
+        ],
+        name="inner",
+    )
 
 
 def sequential():
     keras.utils.set_random_seed(0)
-    return keras.Sequential([keras.Input((6,)), keras.layers.Dense(4, name="enc"), _inner(),
-                             keras.layers.Dense(2, name="dec")], name="net")
+    return keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(4, name="enc"),
+            _inner(),
+            keras.layers.Dense(2, name="dec"),
+        ],
+        name="net",
+    )
 
 
 def functional():
@@ -69,15 +82,19 @@ MODELS = [sequential, functional, subclassed]
 def _state(model):
     """What must be the same after the block: the attributes, call, the weights' values."""
     layers = [layer for _, layer in layers_by_path(model)]
-    return ([sorted(vars(layer)) for layer in layers], [layer.call for layer in layers],
-            [v.numpy().copy() for v in model.weights])
+    return (
+        [sorted(vars(layer)) for layer in layers],
+        [layer.call for layer in layers],
+        [v.numpy().copy() for v in model.weights],
+    )
 
 
 def _assert_unchanged(model, before):
     attributes, calls, weights = _state(model)
     assert attributes == before[0]
-    assert calls == before[1] and not any("call" in vars(layer)
-                                          for _, layer in layers_by_path(model))
+    assert calls == before[1] and not any(
+        "call" in vars(layer) for _, layer in layers_by_path(model)
+    )
     for now, then in zip(weights, before[2]):
         np.testing.assert_array_equal(now, then)
 
@@ -184,15 +201,20 @@ class _OutputGain(keras.layers.Layer):
 
 
 def _gained():
-    return keras.Sequential([dense(), _OutputGain(name="output")],
-                            name="gained")
+    return keras.Sequential([dense(), _OutputGain(name="output")], name="gained")
 
 
 def _batch_norm():
     keras.utils.set_random_seed(0)
-    return keras.Sequential([keras.Input((512,)), keras.layers.Dense(16, name="encoder"),
-                             keras.layers.BatchNormalization(name="norm"),
-                             keras.layers.Dense(512, name="decoder")], name="bn_denoiser")
+    return keras.Sequential(
+        [
+            keras.Input((512,)),
+            keras.layers.Dense(16, name="encoder"),
+            keras.layers.BatchNormalization(name="norm"),
+            keras.layers.Dense(512, name="decoder"),
+        ],
+        name="bn_denoiser",
+    )
 
 
 def _unit_norm():
@@ -216,8 +238,9 @@ def _body(name, mark, model):
         hidden = mark("hidden", model.get_layer("encoder")(mark("noisy", noisy)))
         return _mse(mark("denoised", model.get_layer("decoder")(hidden)), clean)
     if name in ("stop_gradient", "stop_gradient in tf.function"):
-        frozen = mark("hidden_stopped", tf.stop_gradient(
-            mark("hidden", model.get_layer("encoder")(noisy))))
+        frozen = mark(
+            "hidden_stopped", tf.stop_gradient(mark("hidden", model.get_layer("encoder")(noisy)))
+        )
         return _mse(mark("denoised", model.get_layer("decoder")(frozen)), clean)
     if name == "forward pass before the block":
         return _mse(mark("denoised", _EARLY[model.name]), clean)
@@ -248,32 +271,56 @@ def _body(name, mark, model):
 # with auto-marks
 GUIDE = {
     "healthy": (dense, None, None, None, None),
-    "numpy overlap-add": (dense, None, None, ("denoised", "audio"),
-                          ("dense_frame_denoiser", LOSS)),
+    "numpy overlap-add": (dense, None, None, ("denoised", "audio"), ("dense_frame_denoiser", LOSS)),
     "pcm": (dense, None, None, ("denoised", "decoded"), ("dense_frame_denoiser", LOSS)),
-    "adjust_contrast": (dense, None, None, ("denoised", "stretched"),
-                        ("dense_frame_denoiser", LOSS)),
+    "adjust_contrast": (
+        dense,
+        None,
+        None,
+        ("denoised", "stretched"),
+        ("dense_frame_denoiser", LOSS),
+    ),
     "assign": (dense, None, None, ("denoised", "buffer"), ("dense_frame_denoiser", LOSS)),
-    "loss after the block": (dense, None, None, ("denoised", LOSS),
-                             ("dense_frame_denoiser", LOSS)),
-    "librosa (.numpy())": (dense, None, None, ("denoised", LOSS),
-                           ("dense_frame_denoiser", LOSS)),
-    "stop_gradient": (dense, None, None, ("hidden", "hidden_stopped"),
-                      ("dense_frame_denoiser/encoder", "dense_frame_denoiser/decoder")),
-    "stop_gradient in tf.function": (dense, None, None,
-                                     ("hidden", "hidden_stopped"),
-                                     ("dense_frame_denoiser/encoder",
-                                      "dense_frame_denoiser/decoder")),
+    "loss after the block": (dense, None, None, ("denoised", LOSS), ("dense_frame_denoiser", LOSS)),
+    "librosa (.numpy())": (dense, None, None, ("denoised", LOSS), ("dense_frame_denoiser", LOSS)),
+    "stop_gradient": (
+        dense,
+        None,
+        None,
+        ("hidden", "hidden_stopped"),
+        ("dense_frame_denoiser/encoder", "dense_frame_denoiser/decoder"),
+    ),
+    "stop_gradient in tf.function": (
+        dense,
+        None,
+        None,
+        ("hidden", "hidden_stopped"),
+        ("dense_frame_denoiser/encoder", "dense_frame_denoiser/decoder"),
+    ),
     "gain not trainable": (_gained, "all", None, None, None),
     "batch norm": (_batch_norm, "all", None, None, None),
-    "derived weights in build()": (_unit_norm, None, None, (VARIABLES, "denoised"),
-                                   (VARIABLES, "unit_norm")),
-    "forward pass before the block": (dense, None, _early,
-                                      (VARIABLES, "denoised"), (VARIABLES, LOSS)),
-    "input never watched": (dense, "input", None, (VARIABLES, "denoised"),
-                            (VARIABLES, "dense_frame_denoiser/encoder")),
-    "tf.cond on the energy": (dense, None, None, ("energy", LOSS),
-                              ("dense_frame_denoiser", LOSS)),
+    "derived weights in build()": (
+        _unit_norm,
+        None,
+        None,
+        (VARIABLES, "denoised"),
+        (VARIABLES, "unit_norm"),
+    ),
+    "forward pass before the block": (
+        dense,
+        None,
+        _early,
+        (VARIABLES, "denoised"),
+        (VARIABLES, LOSS),
+    ),
+    "input never watched": (
+        dense,
+        "input",
+        None,
+        (VARIABLES, "denoised"),
+        (VARIABLES, "dense_frame_denoiser/encoder"),
+    ),
+    "tf.cond on the energy": (dense, None, None, ("energy", LOSS), ("dense_frame_denoiser", LOSS)),
 }
 
 
@@ -310,7 +357,10 @@ def test_field_guide_cases_agree_with_hand_placed_marks(name):
     assert auto.broken_between == auto_break, repr(auto)
     assert auto.intact == manual.intact and auto.causes == manual.causes
     if manual_break is not None:  # the same place: the manual start is that layer's output
-        same = {"denoised": "dense_frame_denoiser", "hidden": "dense_frame_denoiser/encoder",
-                "energy": "dense_frame_denoiser",
-                VARIABLES: VARIABLES}
+        same = {
+            "denoised": "dense_frame_denoiser",
+            "hidden": "dense_frame_denoiser/encoder",
+            "energy": "dense_frame_denoiser",
+            VARIABLES: VARIABLES,
+        }
         assert auto_break[0] == same[manual_break[0]]

@@ -1,5 +1,5 @@
 """helpers.diagnosis.probe.locate: the search for the breaks, on the course's public-report cases, a
-second set in the manner of the team's held-aside set, the defects of issue 10, and the
+second set in the manner of the team's held-aside set, the defects learners found, and the
 programs that used to crash it (tests/probe_cases.py holds the cases)."""
 
 from __future__ import annotations
@@ -29,8 +29,13 @@ def _agrees_with_report(where, probe, loss, sources):
 # -- healthy controls -----------------------------------------------------------------------
 def test_control_softmax_cross_entropy_classifier():
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"),
-                              keras.layers.Dense(3, activation="softmax", name="head")])
+    model = keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(8, activation="relu"),
+            keras.layers.Dense(3, activation="softmax", name="head"),
+        ]
+    )
     labels = tf.one_hot([0, 2, 1, 0], 3)
     with GradientProbe() as probe:
         probs = probe.mark("probs", model(_data()))
@@ -43,9 +48,14 @@ def test_control_softmax_cross_entropy_classifier():
 
 def test_control_sigmoid_binary_cross_entropy_conv_net():
     keras.utils.set_random_seed(2)
-    model = keras.Sequential([keras.Input((16, 1)), keras.layers.Conv1D(4, 3, activation="relu"),
-                              keras.layers.GlobalAveragePooling1D(),
-                              keras.layers.Dense(1, activation="sigmoid")])
+    model = keras.Sequential(
+        [
+            keras.Input((16, 1)),
+            keras.layers.Conv1D(4, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling1D(),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
     with GradientProbe() as probe:
         x = probe.mark("x", _data((3, 16, 1)))
         p = probe.mark("p", model(x))
@@ -57,9 +67,15 @@ def test_control_sigmoid_binary_cross_entropy_conv_net():
 
 def test_control_batch_norm_and_dropout_in_training_mode():
     keras.utils.set_random_seed(3)
-    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(5),
-                              keras.layers.BatchNormalization(), keras.layers.Dropout(0.3),
-                              keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(5),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dropout(0.3),
+            keras.layers.Dense(1),
+        ]
+    )
     with GradientProbe() as probe:
         out = probe.mark("out", model(_data(), training=True))
         loss = tf.reduce_mean(tf.square(out - 1.0))
@@ -87,7 +103,7 @@ def test_control_hand_threaded_recurrent_loop():
     _agrees_with_report(where, probe, loss, sources)
 
 
-# -- defect 1: a Keras 3 activation output that the loss does not read is no break ------------
+# -- a Keras 3 activation output that the loss does not read is no break ------------
 def test_defect_1_keras_logits_behind_a_sigmoid_output_is_not_a_break():
     keras.utils.set_random_seed(5)
     model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(1, activation="sigmoid")])
@@ -100,7 +116,7 @@ def test_defect_1_keras_logits_behind_a_sigmoid_output_is_not_a_break():
     assert "side branch, not a break" in repr(where)
 
 
-# -- defect 2: a break before the first mark --------------------------------------------------
+# -- a break before the first mark --------------------------------------------------
 class _Frozen(keras.layers.Layer):
     def call(self, x):
         return tf.stop_gradient(x)
@@ -108,8 +124,15 @@ class _Frozen(keras.layers.Layer):
 
 def test_defect_2_break_before_the_first_mark_is_not_intact():
     keras.utils.set_random_seed(6)
-    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(4, name="front"),
-                              _Frozen(), keras.layers.Dense(2, name="back")], name="m2")
+    model = keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(4, name="front"),
+            _Frozen(),
+            keras.layers.Dense(2, name="back"),
+        ],
+        name="m2",
+    )
     with GradientProbe() as probe:
         loss = tf.reduce_mean(tf.square(probe.mark("out", model(_data()))))
     where = probe.locate(loss, model.trainable_variables)
@@ -119,7 +142,7 @@ def test_defect_2_break_before_the_first_mark_is_not_intact():
     _agrees_with_report(where, probe, loss, model.trainable_variables)
 
 
-# -- defect 3: gradients with respect to tensors ----------------------------------------------
+# -- gradients with respect to tensors ----------------------------------------------
 def test_defect_3_tensor_sources_watched_unwatched_and_integer():
     keras.utils.set_random_seed(7)
     model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(2)])
@@ -138,7 +161,7 @@ def test_defect_3_tensor_sources_watched_unwatched_and_integer():
     assert report.names == ["x", "x2", "ids"] and report.statuses == ["ok", "none", "none"]
 
 
-# -- defect 4: every break, in forward order --------------------------------------------------
+# -- every break, in forward order --------------------------------------------------
 def test_defect_4_two_breaks_are_both_reported_in_forward_order():
     w1, w2 = tf.Variable(1.5, name="w1"), tf.Variable(0.5, name="w2")
     x = _data()
@@ -154,7 +177,7 @@ def test_defect_4_two_breaks_are_both_reported_in_forward_order():
     assert "broken in 2 places" in repr(where)
 
 
-# -- defect 5: variables never read inside the tape -------------------------------------------
+# -- variables never read inside the tape -------------------------------------------
 def test_defect_5_derived_weights_are_never_read_inside_the_tape():
     keras.utils.set_random_seed(8)
     layer = DerivedKernel(2, name="wn")
@@ -179,22 +202,26 @@ def test_defect_5_a_mark_made_on_a_tensor_computed_before_the_block_is_flagged()
     assert "'out' was computed before the `with` block began" in repr(where)
 
 
-# -- defect 6: non-trainable variables in the list --------------------------------------------
+# -- non-trainable variables in the list --------------------------------------------
 def test_defect_6_moving_statistics_get_the_advice_to_pass_trainable_variables():
     keras.utils.set_random_seed(10)
-    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3),
-                              keras.layers.BatchNormalization(name="bn")], name="m6")
+    model = keras.Sequential(
+        [keras.Input((6,)), keras.layers.Dense(3), keras.layers.BatchNormalization(name="bn")],
+        name="m6",
+    )
     with GradientProbe() as probe:
         loss = tf.reduce_mean(tf.square(probe.mark("out", model(_data(), training=True))))
     where = probe.locate(loss, model.variables)
-    assert where.causes == {"m6/bn/moving_mean": "untrainable",
-                            "m6/bn/moving_variance": "untrainable"}
+    assert where.causes == {
+        "m6/bn/moving_mean": "untrainable",
+        "m6/bn/moving_variance": "untrainable",
+    }
     assert where.breaks == [] and not where.intact
     text = repr(where)
     assert "Pass model.trainable_variables" in text and "Make them trainable" not in text
 
 
-# -- defect 7: the sentences agree with the table ---------------------------------------------
+# -- the sentences agree with the table ---------------------------------------------
 def test_defect_7_the_explanation_never_contradicts_the_table():
     w1, w2 = tf.Variable(1.5, name="w1"), tf.Variable(0.5, name="w2")
     x = _data()
@@ -207,7 +234,6 @@ def test_defect_7_the_explanation_never_contradicts_the_table():
     text = repr(where)
     assert "the variables do not" not in text
     assert "'out' does not depend on 'a' through the tape; the loss reaches it." in text
-
 
 
 # -- the course's public-report cases --------------------------------------------------------
@@ -225,8 +251,9 @@ def test_locator_and_report_on_a_real_case(case):
     assert causes <= set(where.causes.values())
     report = probe.report(loss, sources, names)
     kind, status = statuses.split()
-    assert (report.all(status) if kind == "all" else report.any(status)
-            and not report.all(status)), report
+    assert report.all(status) if kind == "all" else report.any(status) and not report.all(status), (
+        report
+    )
     assert where.intact == (not report.any("none"))  # the verdict agrees with the report
     first_hint = next((h for h in report.hints if h), None)
     assert (hint is None and first_hint is None) or hint in first_hint
@@ -285,8 +312,9 @@ def test_a_spent_py_function_is_an_answer_not_a_crash():
     model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3)])
     with GradientProbe() as probe:
         out = probe.mark("before", model(_data()))
-        after = probe.mark("after", tf.reshape(
-            tf.py_function(lambda t: t * 2.0, [out], tf.float32), (4, 3)))
+        after = probe.mark(
+            "after", tf.reshape(tf.py_function(lambda t: t * 2.0, [out], tf.float32), (4, 3))
+        )
         loss = tf.reduce_sum(after)
     where = probe.locate(loss, model.trainable_variables)
     assert where.intact and where["before"].loss_reaches and where["before"].variables

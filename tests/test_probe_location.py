@@ -193,28 +193,37 @@ NOTES = {
     "side branch, not a break": (side_branch, None, healthy, None),
     "its gradient there is all zeros": (zero_gradient, None, healthy, None),
     "its gradient there is NaN or inf": (nan_gradient, None, healthy, None),
-    "not trainable: the tape does not watch such variables": (healthy, _untrainable,
-                                                              healthy, None),
-    "computed before the `with` block began": (early_forward, None,
-                                              early_input, None),
+    "not trainable: the tape does not watch such variables": (healthy, _untrainable, healthy, None),
+    "computed before the `with` block began": (early_forward, None, early_input, None),
     "computes its gradient only once": (py_function_after, None, healthy, None),
-    "tape.gradient(loss, sources) itself raises": (py_function_numpy_body, None,
-                                                   py_function_after, None),
+    "tape.gradient(loss, sources) itself raises": (
+        py_function_numpy_body,
+        None,
+        py_function_after,
+        None,
+    ),
     "The loss is a NumPy float32": (numpy_loss, None, healthy, None),
     "The loss is a Python float": (python_loss, None, healthy, None),
     "The loss is an int32 tensor": (integer_loss, None, healthy, None),
     "reach no mark: the path breaks before": (stopped_unmarked, None, stopped, None),
     "'out'; the loss does not reach it": (stopped, None, healthy, None),
     "The loss reaches no mark that depends on": (stopped_last, None, stopped, None),
-    "'stopped' does not depend on 'out' through the tape": (stopped, None, no_gradient_op,
-                                                            None),
+    "'stopped' does not depend on 'out' through the tape": (stopped, None, no_gradient_op, None),
     "'array' is a NumPy array": (numpy_between, None, healthy, None),
     "'state' is a variable": (variable_between, None, healthy, None),
     "'codes' is an int32 tensor": (integer_between, None, healthy, None),
-    "has no usable gradient: tape.gradient raises LookupError": (no_gradient_op, None,
-                                                                 stopped, None),
-    "leaves TensorFlow at 'float() (conversion 1)'": (python_float_weight, _with_weight,
-                                                      side_read_then_stopped, None),
+    "has no usable gradient: tape.gradient raises LookupError": (
+        no_gradient_op,
+        None,
+        stopped,
+        None,
+    ),
+    "leaves TensorFlow at 'float() (conversion 1)'": (
+        python_float_weight,
+        _with_weight,
+        side_read_then_stopped,
+        None,
+    ),
     "a tensor the tape never watched": (uses_unwatched, _source, uses_watched, _source),
     "an integer dtype: integers have no gradient": (healthy, _ids, uses_watched, _source),
 }
@@ -239,8 +248,9 @@ def test_the_block_notes_of_the_loss_appear_only_when_true(when):
     with GradientProbe() as probe:
         out = probe.mark("out", model(_x()))
         inside = _sum(out)
-    loss = {"before": early, "inside": inside, "after": _sum(out) if when == "after" else None
-            }[when]
+    loss = {"before": early, "inside": inside, "after": _sum(out) if when == "after" else None}[
+        when
+    ]
     text = repr(probe.locate(loss, model.trainable_variables))
     assert text.count("after the `with` block ended") == (when == "after")
     assert text.count("before the `with` block began, when the tape") == (when == "before")
@@ -267,10 +277,16 @@ def _shown(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", " ", markup))
 
 
-@pytest.mark.parametrize("program, status, cell", [
-    (healthy, "ok", "yes"), (zero_gradient, "zero", "yes (zeros)"),
-    (nan_gradient, "nonfinite", "yes (NaN/inf)"), (stopped, "none", "no"),
-    (no_gradient_op, "error", "raises")])
+@pytest.mark.parametrize(
+    "program, status, cell",
+    [
+        (healthy, "ok", "yes"),
+        (zero_gradient, "zero", "yes (zeros)"),
+        (nan_gradient, "nonfinite", "yes (NaN/inf)"),
+        (stopped, "none", "no"),
+        (no_gradient_op, "error", "raises"),
+    ],
+)
 def test_the_html_verdict_says_what_the_text_says_in_one_table_style(program, status, cell):
     """The verdict in HTML: every line of the explanation, the marks in the course's one
     table style, and the loss's reach of each mark in its status colour."""
@@ -301,8 +317,9 @@ def test_plot_draws_the_marks_in_order_the_reach_and_the_break_in_red():
     assert sum(len(d.get_xdata()) for d in dots) == sum(len(m.variables) for m in where.marks)
     (band,) = _artists(fig, "path-break")
     assert to_hex(band.get_facecolor()) == PATH_COLOURS["break"]
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()
-            if t.get_gid() == "path-no-gradient"] == ["array"]
+    assert [
+        t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_gid() == "path-no-gradient"
+    ] == ["array"]
 
 
 def test_plot_sets_apart_a_source_that_never_enters_the_path():

@@ -1,5 +1,5 @@
-"""helpers.diagnosis.probe.marks: what a mark is, the module-level ``mark`` for model code (defect 8
-of issue 10), and the one private TensorFlow internal the probe uses, pinned (defect 9)."""
+"""helpers.diagnosis.probe.marks: what a mark is, the module-level ``mark`` for model code, and
+the one private TensorFlow internal the probe uses, pinned."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _data(shape=(4, 6), seed=0):
     return tf.constant(rng.normal(size=shape), tf.float32)
 
 
-# -- defect 8: a module-level mark for model code ---------------------------------------------
+# -- a module-level mark for model code ---------------------------------------------
 class _MarkedBlock(keras.layers.Layer):
     def build(self, input_shape):
         self.dense = keras.layers.Dense(3)
@@ -46,19 +46,29 @@ def test_defect_8_module_level_mark_records_into_the_active_probe_only():
     assert probe_module.mark("after", x) is x  # the probe is closed: a no-op again
 
 
-# -- defect 9: public TensorFlow API only, the one exception pinned ---------------------------
+# -- public TensorFlow API only, the one exception pinned ---------------------------
 def test_defect_9_private_internals_live_in_one_function():
     package = "helpers.diagnosis.probe"
-    modules = [probe_module, *(importlib.import_module(f"{package}.{name}") for name in
-                               ("marks", "exits", "location", "locate", "keras_marks"))]
+    modules = [
+        probe_module,
+        *(
+            importlib.import_module(f"{package}.{name}")
+            for name in ("marks", "exits", "location", "locate", "keras_marks")
+        ),
+    ]
     tree = ast.parse("\n".join(inspect.getsource(module) for module in modules))
     private = {"_id", "uid", "_keras_logits"}
     users = set()
     for function in ast.walk(tree):
         if isinstance(function, ast.FunctionDef):
             for node in ast.walk(function):
-                name = (node.attr if isinstance(node, ast.Attribute)
-                        else node.value if isinstance(node, ast.Constant) else None)
+                name = (
+                    node.attr
+                    if isinstance(node, ast.Attribute)
+                    else node.value
+                    if isinstance(node, ast.Constant)
+                    else None
+                )
                 module = node.module if isinstance(node, ast.ImportFrom) else ""
                 if name in private or (module or "").startswith("tensorflow.python"):
                     users.add(function.name)
@@ -97,30 +107,36 @@ def test_defect_8_module_level_mark_inside_one_tf_function_trace():
 
 
 # -- what a mark is ---------------------------------------------------------------------------
-@pytest.mark.parametrize("value, kind, words", [
-    (np.float32(0.5), "numpy", "NumPy array: the computation left TensorFlow here"),
-    (np.ones(3), "numpy", "NumPy array"),
-    (0.5, "python", "Python number: the computation left TensorFlow here"),
-    (3, "python", "int()"),
-    (tf.constant([1, 2]), "integer", "an int32 tensor"),
-    (tf.Variable(1.0), "variable", "assign / assign_add cut the path"),
-    (tf.constant(1.0), "float", ""),
-])
+@pytest.mark.parametrize(
+    "value, kind, words",
+    [
+        (np.float32(0.5), "numpy", "NumPy array: the computation left TensorFlow here"),
+        (np.ones(3), "numpy", "NumPy array"),
+        (0.5, "python", "Python number: the computation left TensorFlow here"),
+        (3, "python", "int()"),
+        (tf.constant([1, 2]), "integer", "an int32 tensor"),
+        (tf.Variable(1.0), "variable", "assign / assign_add cut the path"),
+        (tf.constant(1.0), "float", ""),
+    ],
+)
 def test_classify_names_where_a_value_leaves_tensorflow(value, kind, words):
     m = classify("m", value)
     assert m.kind == kind and words in m.note
     assert (m.note == "") == (kind == "float")
 
 
-@pytest.mark.parametrize("name, value, error, match", [
-    ("", 1.0, ValueError, "non-empty name"),
-    (3, 1.0, ValueError, "non-empty name"),
-    (LOSS, 1.0, ValueError, "reserved"),
-    ("empty", [], ValueError, "holds no tensor"),
-    ("thing", object(), TypeError, "expected a tensor"),
-    ("input", keras.Input((3,)), TypeError, "KerasTensor"),
-    ("ragged", tf.ragged.constant([[1.0], [2.0, 3.0]]), TypeError, "dense tensor"),
-])
+@pytest.mark.parametrize(
+    "name, value, error, match",
+    [
+        ("", 1.0, ValueError, "non-empty name"),
+        (3, 1.0, ValueError, "non-empty name"),
+        (LOSS, 1.0, ValueError, "reserved"),
+        ("empty", [], ValueError, "holds no tensor"),
+        ("thing", object(), TypeError, "expected a tensor"),
+        ("input", keras.Input((3,)), TypeError, "KerasTensor"),
+        ("ragged", tf.ragged.constant([[1.0], [2.0, 3.0]]), TypeError, "dense tensor"),
+    ],
+)
 def test_bad_marks(name, value, error, match):
     with GradientProbe() as probe, pytest.raises(error, match=match):
         probe.mark(name, value)

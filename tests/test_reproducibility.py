@@ -15,18 +15,30 @@ from helpers.models import make_gru_step_model
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _pins() -> dict[str, str]:
-    """{name: version} for every exact pin of requirements.txt."""
-    return dict(line.split("==", 1) for line in (ROOT / "requirements.txt").read_text().splitlines()
-                if "==" in line and not line.startswith("#"))
+def _pins(lock: str = "requirements-dev.txt") -> dict[str, str]:
+    """{name: version} of every pin of a lock that applies here (its marker, if any, holds):
+    the dev lock is the test environment, the course lock plus the test stack."""
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for line in (ROOT / lock).read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            requirement = Requirement(line.rstrip(" \\"))
+            if requirement.marker is None or requirement.marker.evaluate():
+                pins[requirement.name] = str(requirement.specifier).removeprefix("==")
+    return pins
 
 
 def _draws():
     """One draw from every random source make_deterministic seeds (NumPy's global state too,
     which is what the legacy call reads)."""
     legacy_numpy = float(np.random.rand())  # noqa: NPY002
-    return (random.random(), legacy_numpy, float(tf.random.uniform(())),
-            [w.tolist() for w in make_gru_step_model(units=2, bins=3).get_weights()])
+    return (
+        random.random(),
+        legacy_numpy,
+        float(tf.random.uniform(())),
+        [w.tolist() for w in make_gru_step_model(units=2, bins=3).get_weights()],
+    )
 
 
 def test_make_deterministic_restarts_every_random_sequence():
@@ -42,19 +54,22 @@ def test_versions_names_the_libraries_the_outputs_were_made_with():
     import librosa
 
     pins = _pins()
-    assert versions() == (f"TensorFlow {pins['tensorflow']}, Keras {pins['keras']}, "
-                          f"librosa {pins['librosa']}")  # the pinned versions, as installed
+    assert versions() == (
+        f"TensorFlow {pins['tensorflow']}, Keras {pins['keras']}, librosa {pins['librosa']}"
+    )  # the pinned versions, as installed
     assert (tf.__version__, keras.__version__, librosa.__version__) == (
-        pins["tensorflow"], pins["keras"], pins["librosa"])
+        pins["tensorflow"],
+        pins["keras"],
+        pins["librosa"],
+    )
 
 
 def test_the_environment_holds_every_pinned_version():
-    """The stored outputs were made with requirements.txt's pins, setuptools and wheel included
-    (a plain `pip freeze` leaves those two out, and pip would then take their newest)."""
+    """The stored outputs were made with the locks' pins, pip, setuptools and wheel included."""
     from importlib.metadata import PackageNotFoundError, version
 
     pins = _pins()
-    assert {"setuptools", "wheel", "tensorflow"} <= set(pins)
+    assert {"pip", "setuptools", "wheel", "tensorflow", "pytest"} <= set(pins)
     wrong = {}
     for name, pinned in pins.items():
         try:
@@ -63,15 +78,22 @@ def test_the_environment_holds_every_pinned_version():
             installed = None
         if installed != pinned:
             wrong[name] = (pinned, installed)
-    assert not wrong, f"pinned vs installed (reinstall: pip install -r requirements.txt): {wrong}"
+    assert not wrong, f"pinned vs installed (reinstall: ./course.sh test): {wrong}"
 
 
 def test_importing_nbformat_builds_no_parser():
-    """The jsonschema pin keeps rfc3987-syntax's parser out (requirements.in says why)."""
+    """The jsonschema pin keeps rfc3987-syntax's parser out (pyproject.toml says why)."""
     imported = subprocess.run(
-        [sys.executable, "-c", "import sys, nbformat, jupyter_server.serverapp; "
-         "print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"],
-        capture_output=True, text=True, check=True).stdout.strip()
+        [
+            sys.executable,
+            "-c",
+            "import sys, nbformat, jupyter_server.serverapp; "
+            "print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert imported == "[]", f"importing nbformat and Jupyter Server loads {imported}"
 
 
@@ -80,3 +102,50 @@ def test_the_build_uses_the_pinned_setuptools():
 
     build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
     assert build == [f"setuptools=={_pins()['setuptools']}"]
+
+
+def test_the_locks_hold_what_pyproject_asks_for():
+    """Each dependency of pyproject.toml (the dev extra's in the dev lock) has a pin in its
+    lock that its range admits, and the dev lock keeps the course lock's versions: a lock out of
+    date with pyproject.toml fails here (re-lock: ./course.sh lock)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    course, dev = _all_pins("requirements.txt"), _all_pins("requirements-dev.txt")
+    for lock, pins, wanted in (
+        ("requirements.txt", course, project["dependencies"]),
+        (
+            "requirements-dev.txt",
+            dev,
+            project["dependencies"] + project["optional-dependencies"]["dev"],
+        ),
+    ):
+        for text in wanted:
+            requirement = Requirement(text)
+            assert requirement.name in pins, f"{lock} has no pin for {requirement.name}"
+            assert requirement.specifier.contains(pins[requirement.name]), (
+                f"{lock} pins {requirement.name}=={pins[requirement.name]}, outside {text}"
+            )
+        assert "pip" in pins and all("--hash=sha256:" in line for line in _entries(lock))
+    assert {name: dev[name] for name in course} == course
+
+
+def _entries(lock: str) -> list[str]:
+    """One string per pinned package of a lock, with its hash lines."""
+    import re
+
+    entries = re.split(r"\n(?=\S)", (ROOT / lock).read_text())
+    return [entry for entry in entries if "==" in entry and not entry.startswith("#")]
+
+
+def _all_pins(lock: str) -> dict[str, str]:
+    """{name: version} of every pin of a lock, whatever its marker."""
+    from packaging.requirements import Requirement
+
+    return {
+        (r := Requirement(line.rstrip(" \\"))).name: str(r.specifier).removeprefix("==")
+        for line in (ROOT / lock).read_text().splitlines()
+        if "==" in line and not line.startswith((" ", "#"))
+    }

@@ -52,7 +52,8 @@ from nbval.plugin import find_comment_markers, find_metadata_tags
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
-    "make_student_edition", ROOT / "scripts" / "make_student_edition.py")
+    "make_student_edition", ROOT / "scripts" / "make_student_edition.py"
+)
 edition = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(edition)
 
@@ -107,9 +108,9 @@ def test_running_it_again_changes_nothing(student_dir):
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
 def test_code_cells_are_the_courses_with_no_stored_outputs(student_dir, name):
     course, student = _pairs(student_dir, name)
-    assert [(c.source, c.metadata) for c in _code(student)] == \
-           [(c.source, c.metadata) for c in _code(course)], \
-        "the student edition must run exactly the course's code (see this file's docstring)"
+    assert [(c.source, c.metadata) for c in _code(student)] == [
+        (c.source, c.metadata) for c in _code(course)
+    ], "the student edition must run exactly the course's code (see this file's docstring)"
     assert student.metadata.get("kernelspec") == course.metadata.get("kernelspec")
     for index, cell in enumerate(_code(student)):
         assert cell.execution_count is None, f"code cell {index} keeps its execution count"
@@ -120,14 +121,18 @@ def test_code_cells_are_the_courses_with_no_stored_outputs(student_dir, name):
 
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
 def test_proof_cells_are_kept_collapsed_and_run_like_any_cell(student_dir, name):
-    """Proof cells (CONTRIBUTING.md, "Course conventions") stay in the student edition, in
+    """Proof cells (CONTRIBUTING.md, "Conventions") stay in the student edition, in
     place and collapsed: a student's run asserts the same claims, and nbval's run of the
     course (which runs them) stands for it as for every other code cell."""
     course, student = _pairs(student_dir, name)
 
     def proofs(notebook):
-        return [(i, c.source) for i, c in enumerate(_code(notebook))
-                if "proof" in c.metadata.get("tags", [])]
+        return [
+            (i, c.source)
+            for i, c in enumerate(_code(notebook))
+            if "proof" in c.metadata.get("tags", [])
+        ]
+
     assert proofs(student) == proofs(course)
     for cell in [c for c in _code(student) if "proof" in c.metadata.get("tags", [])]:
         assert cell.metadata["jupyter"]["source_hidden"] is True
@@ -157,15 +162,20 @@ def test_markdown_is_the_courses_without_its_solutions(student_dir, name):
 def test_no_solution_code_anywhere(student_dir, name):
     course, student = _pairs(student_dir, name)
     code_lines = {line.strip() for c in _code(course) for line in c.source.splitlines()}
-    solutions = [m.group(1) for c in course.cells if c.cell_type == "markdown"
-                 for m in SOLUTION.finditer(c.source)]
+    solutions = [
+        m.group(1)
+        for c in course.cells
+        if c.cell_type == "markdown"
+        for m in SOLUTION.finditer(c.source)
+    ]
     assert solutions, f"{name}: no solution found in the course notebook"
     # The lines only a solution has: the ones a student must not be able to read.
     secret = {line.strip() for s in solutions for line in s.splitlines()} - code_lines - {""}
     assert secret, f"{name}: every line of its solutions is already in its code"
     text = "\n".join(_text(c) for c in student.cells)
-    assert not any("```python" in m.group(0) for m in re.finditer(
-        r"<details>.*?</details>", text, re.S)), "a <details> block with Python code is left"
+    assert not any(
+        "```python" in m.group(0) for m in re.finditer(r"<details>.*?</details>", text, re.S)
+    ), "a <details> block with Python code is left"
     lines = {line.strip() for line in text.splitlines()}
     assert not secret & lines, f"solution code left: {sorted(secret & lines)}"
 
@@ -189,10 +199,13 @@ def _nbval_compares(cell) -> bool:
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
 def test_nbval_runs_every_cell_a_student_runs(name):
     """Fact 2 of the docstring: nbval executes each course code cell (none skipped)."""
-    skipped = [i for i, c in enumerate(_code(_read(ROOT / "notebooks" / name)))
-               if not _nbval_runs(c)]
-    assert not skipped, (f"nbval skips code cells {skipped}: a student runs them, so this "
-                         "file must then execute the student notebooks itself")
+    skipped = [
+        i for i, c in enumerate(_code(_read(ROOT / "notebooks" / name))) if not _nbval_runs(c)
+    ]
+    assert not skipped, (
+        f"nbval skips code cells {skipped}: a student runs them, so this "
+        "file must then execute the student notebooks itself"
+    )
 
 
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
@@ -207,14 +220,19 @@ def test_each_checker_says_not_yet_on_the_starter(name):
         checker = cells[index + 1]
         assert f"{spec['checker'].split(':')[1]}({spec['function']})" in checker.source
         assert _nbval_compares(checker), f"nbval does not compare code cell {index + 1}"
-        verdicts = [o.data["text/plain"] for o in checker.outputs if "text/plain" in o.get(
-            "data", {})]
+        verdicts = [
+            o.data["text/plain"] for o in checker.outputs if "text/plain" in o.get("data", {})
+        ]
         assert len(verdicts) == 1 and verdicts[0].startswith("Not yet: "), verdicts
 
 
 def test_no_code_cell_names_a_path_relative_to_where_it_runs():
-    found = [(p.name, m.group(0)) for p in NOTEBOOKS for c in _code(_read(p))
-             for m in RELATIVE_PATH.finditer(c.source)]
+    found = [
+        (p.name, m.group(0))
+        for p in NOTEBOOKS
+        for c in _code(_read(p))
+        for m in RELATIVE_PATH.finditer(c.source)
+    ]
     assert not found, f"a student folder elsewhere would not have these: {found}"
 
 
@@ -225,10 +243,17 @@ def test_a_student_notebook_runs_from_a_folder_outside_the_course(student_dir):
     name = NOTEBOOKS[0].name
     course, student = _pairs(student_dir, name)
     count = next(i for i, c in enumerate(_code(student)) if "load_clip(" in c.source) + 1
-    opening = nbformat.v4.new_notebook(cells=[nbformat.from_dict(dict(c)) for c in
-                                              _code(student)[:count]], metadata=student.metadata)
-    NotebookClient(opening, timeout=120, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(student_dir)}}).execute()
+    opening = nbformat.v4.new_notebook(
+        cells=[nbformat.from_dict(dict(c)) for c in _code(student)[:count]],
+        metadata=student.metadata,
+    )
+    NotebookClient(
+        opening,
+        timeout=120,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(student_dir)}},
+    ).execute()
 
     def streams(cell):
         """Each stream's whole text: the kernel may split one print into several chunks, and
@@ -246,20 +271,32 @@ def test_a_student_notebook_runs_from_a_folder_outside_the_course(student_dir):
 
 def test_keep_output_and_solutions_on_a_small_notebook():
     shown = nbformat.v4.new_output("stream", name="stdout", text="compare with this\n")
-    result = nbformat.v4.new_output("execute_result", execution_count=2,
-                                    data={"text/plain": "42"})
+    result = nbformat.v4.new_output("execute_result", execution_count=2, data={"text/plain": "42"})
     hint = "<details><summary>Hint</summary>\n\nLook at the tape.\n</details>\n"
-    solution = ("<details>\n<summary>Show a solution</summary>\n\n```python\n"
-                "def f():\n    return 42\n```\n</details>\n")
-    course = nbformat.v4.new_notebook(metadata={"widgets": {"state": {}}}, cells=[
-        nbformat.v4.new_markdown_cell("# Title\n\nSome `code` in prose.\n"),
-        nbformat.v4.new_code_cell("print('compare with this')", execution_count=1,
-                                  outputs=[shown], metadata={"tags": [KEEP]}),
-        nbformat.v4.new_code_cell("6 * 7", execution_count=2, outputs=[result],
-                                  metadata={"tags": ["raises-exception"]}),
-        nbformat.v4.new_markdown_cell("Before.\n\n" + hint + solution + "After.\n"),
-        nbformat.v4.new_markdown_cell(solution),
-    ])
+    solution = (
+        "<details>\n<summary>Show a solution</summary>\n\n```python\n"
+        "def f():\n    return 42\n```\n</details>\n"
+    )
+    course = nbformat.v4.new_notebook(
+        metadata={"widgets": {"state": {}}},
+        cells=[
+            nbformat.v4.new_markdown_cell("# Title\n\nSome `code` in prose.\n"),
+            nbformat.v4.new_code_cell(
+                "print('compare with this')",
+                execution_count=1,
+                outputs=[shown],
+                metadata={"tags": [KEEP]},
+            ),
+            nbformat.v4.new_code_cell(
+                "6 * 7",
+                execution_count=2,
+                outputs=[result],
+                metadata={"tags": ["raises-exception"]},
+            ),
+            nbformat.v4.new_markdown_cell("Before.\n\n" + hint + solution + "After.\n"),
+            nbformat.v4.new_markdown_cell(solution),
+        ],
+    )
     original = nbformat.writes(course)
     student = edition.student_notebook(course)
     assert nbformat.writes(course) == original  # the course notebook is left alone
@@ -269,11 +306,19 @@ def test_keep_output_and_solutions_on_a_small_notebook():
     assert cleared.outputs == [] and cleared.execution_count is None
     assert cleared.metadata == {"tags": ["raises-exception"]}
     assert [c.source for c in student.cells if c.cell_type == "markdown"] == [
-        "# Title\n\nSome `code` in prose.\n", "Before.\n\n" + hint + "After.\n"]
+        "# Title\n\nSome `code` in prose.\n",
+        "Before.\n\n" + hint + "After.\n",
+    ]
     assert "widgets" not in student.metadata
-    result_kept = edition.student_notebook(nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("6 * 7", execution_count=5, outputs=[result],
-                                  metadata={"tags": [KEEP]})]))
+    result_kept = edition.student_notebook(
+        nbformat.v4.new_notebook(
+            cells=[
+                nbformat.v4.new_code_cell(
+                    "6 * 7", execution_count=5, outputs=[result], metadata={"tags": [KEEP]}
+                )
+            ]
+        )
+    )
     assert result_kept.cells[0].outputs[0].execution_count is None
 
 
@@ -287,21 +332,40 @@ def test_bad_input_says_what_was_expected(tmp_path):
         edition.write_student_edition(tmp_path / "out", root=tmp_path)
 
 
-def test_course_sh_student_runs_the_script_in_the_course_environment(tmp_path):
+def test_course_sh_hands_every_command_to_the_course_environment(tmp_path):
+    """course.sh only finds a Python, makes the environment and hands over: with an
+    environment in place, its Python runs scripts/course.py with the command's arguments."""
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     stub = venv / "bin" / "python"  # a stand-in python that logs its arguments
     stub.write_text('#!/usr/bin/env bash\necho "$*" >> "$STUB_LOG"\n')
     stub.chmod(0o755)
-    (venv / ".installed").touch()
-    os.utime(venv / ".installed", (2**31, 2**31))  # newer than requirements.txt: no install
     env = {**os.environ, "VENV": str(venv), "STUB_LOG": str(tmp_path / "log")}
-    for args in ([], ["elsewhere/class"]):
-        result = subprocess.run([str(ROOT / "course.sh"), "student", *args], env=env,
-                                capture_output=True, text=True, timeout=60)
+    for args in (["student"], ["student", "elsewhere/class"], ["test", "-k", "x"]):
+        result = subprocess.run(
+            [str(ROOT / "course.sh"), *args], env=env, capture_output=True, text=True, timeout=60
+        )
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "log").read_text().splitlines() == [
-        "scripts/make_student_edition.py", "scripts/make_student_edition.py elsewhere/class"]
+        "scripts/course.py student",
+        "scripts/course.py student elsewhere/class",
+        "scripts/course.py test -k x",
+    ]
+
+
+def test_course_sh_refuses_a_python_the_course_does_not_run_on(tmp_path):
+    old = tmp_path / "python3.10"
+    old.write_text("#!/usr/bin/env bash\nexit 1\n")  # sys.version_info is not 3.11-3.13
+    old.chmod(0o755)
+    env = {**os.environ, "VENV": str(tmp_path / "venv"), "PYTHON": str(old)}
+    result = subprocess.run(
+        [str(ROOT / "course.sh"), "lab"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1 and not (tmp_path / "venv").exists()
+    assert result.stderr.startswith(
+        f"PROBLEM  Python: the course runs on Python 3.11, 3.12 or "
+        f"3.13, and PYTHON={old} is another. Fix: "
+    )
 
 
 def test_student_folder_is_ignored_by_git_and_documented():
@@ -315,8 +379,9 @@ def _plans():
     """INSTRUCTORS.md's plan table: {part: (3 hours, session 1, session 2)}."""
     text = (ROOT / "INSTRUCTORS.md").read_text()
     table = text.split("## The two plans", 1)[1].split("\n\n")[2]
-    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in
-            table.splitlines()[2:]]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]
+    ]
     return text, {part: tuple(int(m) for m in minutes) for part, *minutes in rows}
 
 
@@ -330,8 +395,9 @@ def test_instructors_timings_add_up_to_both_plans():
         row = next((m for part, m in plans.items() if part.startswith(f"{number} ")), None)
         assert row is not None, f"no row for {path.name} in the plan table"
         assert row[0] == row[1] + row[2], f"{number}: the two sessions give it other minutes"
-        section = re.search(rf"^### {number} .*?\n\*\*Minutes \((\d+)\):\*\* ([^\n]*)$", text,
-                            re.M | re.S)
+        section = re.search(
+            rf"^### {number} .*?\n\*\*Minutes \((\d+)\):\*\* ([^\n]*)$", text, re.M | re.S
+        )
         assert section, f"no section with its minutes for {path.name}"
         parts = [int(n) for n in re.findall(r"\b(\d+)\b", section.group(2))]
         assert int(section.group(1)) == row[0] == sum(parts), (number, section.group(0)[-80:])

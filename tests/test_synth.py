@@ -31,7 +31,7 @@ def test_synthesizer_is_deterministic_and_seed_sensitive():
 @pytest.mark.parametrize("name", "aiu")
 def test_spectral_envelope_peaks_near_f1(vowel_clips, name):
     clip = vowel_clips[name]
-    middle = clip.audio[4000:4000 + 1024].astype(np.float64) * np.hamming(1024)
+    middle = clip.audio[4000 : 4000 + 1024].astype(np.float64) * np.hamming(1024)
     coefficients = librosa.lpc(middle, order=18)
     freqs, response = signal.freqz([1.0], coefficients, worN=4096, fs=SAMPLE_RATE)
     envelope = 20 * np.log10(np.abs(response))
@@ -53,7 +53,6 @@ def test_bad_segments_and_audio():
         labels_from_audio(np.full(2000, np.nan, np.float32))
     with pytest.raises(AudioError, match="at least 512"):
         labels_from_audio(np.ones(100, np.float32) * 0.1)
-
 
 
 @pytest.mark.parametrize("name", "aiu")

@@ -33,8 +33,10 @@ def test_loss_and_gradients_line_up_with_the_variables(clips, kind):
     example = clips["mixed"]
     loss, grads = loss_and_gradients(model, example, masked_voicing_loss)
     assert isinstance(loss, float) and np.isfinite(loss)
-    assert loss == pytest.approx(float(masked_voicing_loss(
-        example.clean, enhance(model, example.audio), example.labels)), rel=1e-6)
+    assert loss == pytest.approx(
+        float(masked_voicing_loss(example.clean, enhance(model, example.audio), example.labels)),
+        rel=1e-6,
+    )
     assert len(grads) == len(model.trainable_variables)
     for grad, variable in zip(grads, model.trainable_variables):
         assert grad.shape == variable.shape
@@ -43,8 +45,9 @@ def test_loss_and_gradients_line_up_with_the_variables(clips, kind):
 
 def test_loss_and_gradients_passes_loss_arguments_on(clips, model):
     with_silence, _ = loss_and_gradients(model, clips["silent"], masked_voicing_loss)
-    without, grads = loss_and_gradients(model, clips["silent"], masked_voicing_loss,
-                                        silence_weight=0.0)
+    without, grads = loss_and_gradients(
+        model, clips["silent"], masked_voicing_loss, silence_weight=0.0
+    )
     assert with_silence > without
     assert gradient_report(grads, model.trainable_variables).all("zero")
 
@@ -52,8 +55,9 @@ def test_loss_and_gradients_passes_loss_arguments_on(clips, model):
 def test_loss_and_gradients_can_ask_for_zeros_instead_of_none(clips, model):
     _, none = loss_and_gradients(model, clips["silent"], cond_loop_voicing_loss)
     assert gradient_report(none, model.trainable_variables).all("none")
-    _, zeros = loss_and_gradients(model, clips["silent"], cond_loop_voicing_loss,
-                                  tf.UnconnectedGradients.ZERO)
+    _, zeros = loss_and_gradients(
+        model, clips["silent"], cond_loop_voicing_loss, tf.UnconnectedGradients.ZERO
+    )
     assert gradient_report(zeros, model.trainable_variables).all("zero")
 
 
@@ -86,8 +90,9 @@ def test_adam_moves_on_zeros_after_voiced_steps_and_not_when_skipped(clips):
     variables = model.trainable_variables
     voiced = clips["voiced"]
     for _ in range(3):
-        optimizer.apply_gradients(zip(loss_and_gradients(model, voiced, masked_voicing_loss)[1],
-                                      variables))
+        optimizer.apply_gradients(
+            zip(loss_and_gradients(model, voiced, masked_voicing_loss)[1], variables)
+        )
     state = TrainingState(model, optimizer)
     before = snapshot(model)
     momentum = optimizer_slot_norm(optimizer)
@@ -105,8 +110,9 @@ def test_training_state_builds_an_unbuilt_optimizer():
     optimizer = keras.optimizers.Adam(1e-3)
     state = TrainingState(model, optimizer)
     assert optimizer.built and optimizer_slot_norm(optimizer) == 0.0
-    optimizer.apply_gradients(zip([tf.ones_like(v) for v in model.trainable_variables],
-                                  model.trainable_variables))
+    optimizer.apply_gradients(
+        zip([tf.ones_like(v) for v in model.trainable_variables], model.trainable_variables)
+    )
     assert optimizer_slot_norm(optimizer) > 0 and optimizer_slot_norm(optimizer, "velocity") > 0
     state.restore()
     assert optimizer_slot_norm(optimizer) == 0.0 and int(optimizer.iterations) == 0
@@ -121,7 +127,8 @@ def test_optimizer_slot_norm_is_the_global_norm_of_the_slot():
     # after one step: momentum = (1 - beta_1) * g, velocity = (1 - beta_2) * g**2
     assert optimizer_slot_norm(optimizer) == pytest.approx(0.1 * 2.0 * np.sqrt(size), rel=1e-5)
     assert optimizer_slot_norm(optimizer, "velocity") == pytest.approx(
-        0.001 * 4.0 * np.sqrt(size), rel=1e-4)
+        0.001 * 4.0 * np.sqrt(size), rel=1e-4
+    )
 
 
 def test_optimizer_slot_norm_refuses_an_optimizer_without_the_slot():
@@ -170,10 +177,12 @@ def test_training_the_gru_step_model(clips):
 def test_train_step_loss_is_the_batch_mean_and_takes_loss_arguments(clips):
     model = make_conv_denoiser(seed=21)
     batch = [clips["voiced"], clips["silent"]]
-    expected = np.mean([loss_and_gradients(model, ex, masked_voicing_loss, silence_weight=0.0)[0]
-                        for ex in batch])
-    step = make_train_step(model, keras.optimizers.SGD(0.0), batch, masked_voicing_loss,
-                           silence_weight=0.0)
+    expected = np.mean(
+        [loss_and_gradients(model, ex, masked_voicing_loss, silence_weight=0.0)[0] for ex in batch]
+    )
+    step = make_train_step(
+        model, keras.optimizers.SGD(0.0), batch, masked_voicing_loss, silence_weight=0.0
+    )
     loss, _ = step()
     assert float(loss) == pytest.approx(expected, rel=1e-5)
 
@@ -216,8 +225,9 @@ def test_what_one_step_does_measures_adam_and_puts_everything_back(clips):
     optimizer = keras.optimizers.Adam(1e-3)
     variables = model.trainable_variables
     for _ in range(3):
-        optimizer.apply_gradients(zip(
-            loss_and_gradients(model, clips["voiced"], masked_voicing_loss)[1], variables))
+        optimizer.apply_gradients(
+            zip(loss_and_gradients(model, clips["voiced"], masked_voicing_loss)[1], variables)
+        )
     before, momentum = snapshot(model), optimizer_slot_norm(optimizer)
     zeros = what_one_step_does(model, optimizer, [tf.zeros_like(v) for v in variables])
     assert zeros.move > 1e-4 and zeros.steps == (3, 4)  # momentum moves the weights on zeros

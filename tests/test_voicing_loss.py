@@ -48,8 +48,12 @@ def _labels(voicing, f0=120.0) -> FrameLabels:
     voicing = np.asarray(voicing, dtype=np.int32)
     voiced = voicing == V
     speech = voicing != S
-    return FrameLabels(voicing, np.where(voiced, f0, 0.0), np.where(speech, 700.0, 0.0),
-                       np.where(speech, 1200.0, 0.0))
+    return FrameLabels(
+        voicing,
+        np.where(voiced, f0, 0.0),
+        np.where(speech, 700.0, 0.0),
+        np.where(speech, 1200.0, 0.0),
+    )
 
 
 def _audio_for(labels: FrameLabels, seed: int = 0, amplitude: float = 0.1) -> np.ndarray:
@@ -61,9 +65,8 @@ def _audio_for(labels: FrameLabels, seed: int = 0, amplitude: float = 0.1) -> np
     return (amplitude * audio).astype(np.float32)
 
 
-
-
 # --- masks ---------------------------------------------------------------------------------
+
 
 def test_masks_match_the_seeds_per_frame_conditions_on_random_labels():
     rng = np.random.default_rng(0)
@@ -77,13 +80,16 @@ def test_masks_match_the_seeds_per_frame_conditions_on_random_labels():
         assert np.array_equal(masks.silence, voicing != V)
 
 
-@pytest.mark.parametrize("voicing, harmonic, formant", [
-    ([V, V, V, S], [1, 1, 0, 0], [1, 1, 0, 0]),          # look-ahead: last voiced frame out
-    ([V, S, V, S], [0, 0, 0, 0], [1, 0, 0, 0]),          # formant looks two frames ahead
-    ([U, U, U, U, U], [0, 0, 0, 0, 0], [1, 1, 1, 0, 0]),  # unvoiced needs i < n - 2
-    ([V, V], [1, 0], [1, 0]),                              # the last frame never qualifies
-    ([S, S, S], [0, 0, 0], [0, 0, 0]),
-])
+@pytest.mark.parametrize(
+    "voicing, harmonic, formant",
+    [
+        ([V, V, V, S], [1, 1, 0, 0], [1, 1, 0, 0]),  # look-ahead: last voiced frame out
+        ([V, S, V, S], [0, 0, 0, 0], [1, 0, 0, 0]),  # formant looks two frames ahead
+        ([U, U, U, U, U], [0, 0, 0, 0, 0], [1, 1, 1, 0, 0]),  # unvoiced needs i < n - 2
+        ([V, V], [1, 0], [1, 0]),  # the last frame never qualifies
+        ([S, S, S], [0, 0, 0], [0, 0, 0]),
+    ],
+)
 def test_masks_on_hand_made_patterns(voicing, harmonic, formant):
     masks = voicing_masks(_labels(voicing))
     assert masks.harmonic.astype(int).tolist() == harmonic
@@ -92,13 +98,13 @@ def test_masks_on_hand_made_patterns(voicing, harmonic, formant):
 
 # --- the two losses agree ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["voiced", "mixed", "unvoiced", "silent"])
 def test_masked_loss_without_silence_term_equals_the_per_frame_loss(clips, model, name):
     example = clips[name]
     estimate = denoise(model, example.audio)
     loop = float(cond_loop_voicing_loss(example.clean, estimate, example.labels))
-    masked = float(masked_voicing_loss(example.clean, estimate, example.labels,
-                                       silence_weight=0.0))
+    masked = float(masked_voicing_loss(example.clean, estimate, example.labels, silence_weight=0.0))
     assert masked == pytest.approx(loop, rel=1e-6, abs=1e-9)
 
 
@@ -111,10 +117,13 @@ def test_masked_loss_gradients_equal_the_per_frame_loss_gradients(clips, model):
 
 def test_value_on_a_silent_file_is_two_epsilons(clips):
     example = clips["silent"]
-    for loss_fn in (cond_loop_voicing_loss,
-                    lambda r, e, lab: masked_voicing_loss(r, e, lab, silence_weight=0.0)):
-        assert float(loss_fn(example.clean, example.audio, example.labels)) == \
-            pytest.approx(2 * EPSILON, abs=1e-12)
+    for loss_fn in (
+        cond_loop_voicing_loss,
+        lambda r, e, lab: masked_voicing_loss(r, e, lab, silence_weight=0.0),
+    ):
+        assert float(loss_fn(example.clean, example.audio, example.labels)) == pytest.approx(
+            2 * EPSILON, abs=1e-12
+        )
 
 
 def test_both_losses_accept_numpy_tensors_and_variables(clips):
@@ -122,8 +131,12 @@ def test_both_losses_accept_numpy_tensors_and_variables(clips):
     values = []
     for convert in (np.asarray, tf.constant, tf.Variable):
         reference, estimate = convert(example.clean), convert(example.audio)
-        values.append((float(cond_loop_voicing_loss(reference, estimate, example.labels)),
-                       float(masked_voicing_loss(reference, estimate, example.labels))))
+        values.append(
+            (
+                float(cond_loop_voicing_loss(reference, estimate, example.labels)),
+                float(masked_voicing_loss(reference, estimate, example.labels)),
+            )
+        )
     assert values[0] == values[1] == values[2]
 
 
@@ -139,6 +152,7 @@ def test_gradient_with_respect_to_a_variable_estimate(clips):
 
 
 # --- None, zero, NaN: the notebooks' claims -------------------------------------------------
+
 
 def test_seed_loss_on_silence_gives_none_eagerly_and_zeros_in_tf_function(clips, model):
     example = clips["silent"]
@@ -157,8 +171,7 @@ def test_tf_cond_does_not_differentiate_the_branch_it_did_not_take():
     x = tf.Variable([0.0, 2.0])
 
     def loss(x):
-        return tf.reduce_sum(tf.cond(tf.constant(False), lambda: tf.math.log(x),
-                                     lambda: 3.0 * x))
+        return tf.reduce_sum(tf.cond(tf.constant(False), lambda: tf.math.log(x), lambda: 3.0 * x))
 
     for fn in (loss, tf.function(loss)):
         with tf.GradientTape() as tape:
@@ -190,13 +203,13 @@ def test_silence_term_gives_silent_files_a_gradient_and_leaves_voiced_frames_alo
     assert gradient_report(grads, model.trainable_variables).all("ok")
     voiced = clips["voiced"]
     estimate = denoise(model, voiced.audio)
-    assert float(masked_voicing_loss(voiced.clean, estimate, voiced.labels)) == \
-        float(masked_voicing_loss(voiced.clean, estimate, voiced.labels, silence_weight=0.0))
+    assert float(masked_voicing_loss(voiced.clean, estimate, voiced.labels)) == float(
+        masked_voicing_loss(voiced.clean, estimate, voiced.labels, silence_weight=0.0)
+    )
 
 
 def test_the_else_scale_hack_gives_tiny_ok_gradients(clips, model):
-    _, grads = loss_and_gradients(model, clips["silent"], cond_loop_voicing_loss,
-                                  else_scale=1e-10)
+    _, grads = loss_and_gradients(model, clips["silent"], cond_loop_voicing_loss, else_scale=1e-10)
     report = gradient_report(grads, model.trainable_variables)
     assert report.all("ok") and max(row.norm for row in report) < 1e-8
 
@@ -233,8 +246,7 @@ def test_log_compress_slope_is_bounded():
 
 
 def test_reconstruction_error_is_zero_for_a_perfect_estimate_and_finite_at_zero():
-    magnitude = tf.constant(np.abs(np.random.default_rng(0).standard_normal((3, 257))),
-                            tf.float32)
+    magnitude = tf.constant(np.abs(np.random.default_rng(0).standard_normal((3, 257))), tf.float32)
     assert np.allclose(reconstruction_errors(magnitude, magnitude).numpy(), 0.0, atol=1e-6)
     zeros = tf.Variable(tf.zeros((3, 257)))
     with tf.GradientTape() as tape:
@@ -278,6 +290,7 @@ def test_the_seeds_unpadded_look_ahead_reads_past_the_end():
 
 # --- what both losses read -------------------------------------------------------------------
 
+
 def test_magnitudes_are_the_stft_magnitudes_of_both_clips(clips):
     example = clips["mixed"]
     ref_mag, est_mag = magnitudes(example.clean, example.audio)
@@ -295,10 +308,12 @@ def test_magnitudes_are_the_stft_magnitudes_of_both_clips(clips):
 def test_the_losses_on_magnitudes_are_the_losses_without_their_stft(clips, name):
     example = clips[name]
     ref_mag, est_mag = magnitudes(example.clean, example.audio)
-    assert float(cond_loop_loss_on_magnitudes(ref_mag, est_mag, example.labels)) == \
-        float(cond_loop_voicing_loss(example.clean, example.audio, example.labels))
-    assert float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5)) == \
-        float(masked_voicing_loss(example.clean, example.audio, example.labels, 0.5))
+    assert float(cond_loop_loss_on_magnitudes(ref_mag, est_mag, example.labels)) == float(
+        cond_loop_voicing_loss(example.clean, example.audio, example.labels)
+    )
+    assert float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5)) == float(
+        masked_voicing_loss(example.clean, example.audio, example.labels, 0.5)
+    )
 
 
 def test_the_voiced_weight_option_adds_the_reconstruction_error_of_voiced_frames(clips):
@@ -306,14 +321,17 @@ def test_the_voiced_weight_option_adds_the_reconstruction_error_of_voiced_frames
     example = clips["mixed"]
     ref_mag, est_mag = magnitudes(example.clean, example.audio)
     base = float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5))
-    assert float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5,
-                                           voiced_weight=0.0)) == base
+    assert (
+        float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5, voiced_weight=0.0))
+        == base
+    )
     voiced = voicing_masks(example.labels).harmonic
     assert voiced.any() and not voiced.all()
     expected = 2.0 * np.mean(np.where(voiced, reconstruction_errors(ref_mag, est_mag), 0.0))
     assert expected > 0
-    with_term = float(masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5,
-                                                voiced_weight=2.0))
+    with_term = float(
+        masked_loss_on_magnitudes(ref_mag, est_mag, example.labels, 0.5, voiced_weight=2.0)
+    )
     np.testing.assert_allclose(with_term - base, expected, rtol=1e-4)
 
 
@@ -321,8 +339,9 @@ def test_harmonic_power_reads_the_bins_at_the_harmonics():
     bin_hz = SAMPLE_RATE / 512
     magnitude = tf.constant(np.tile(np.arange(257, dtype=np.float32), (2, 1)))  # |X[k]| = k
     on_bins = harmonic_power(magnitude, tf.constant([bin_hz, 2 * bin_hz]))
-    np.testing.assert_allclose(on_bins.numpy(), [np.arange(1, 9) ** 2, (2 * np.arange(1, 9)) ** 2],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        on_bins.numpy(), [np.arange(1, 9) ** 2, (2 * np.arange(1, 9)) ** 2], rtol=1e-6
+    )
     between = harmonic_power(magnitude, tf.constant([1.5 * bin_hz, 1.5 * bin_hz]))
     np.testing.assert_allclose(between.numpy()[0], (1.5 * np.arange(1, 9)) ** 2, rtol=1e-5)
 
@@ -344,10 +363,18 @@ def test_harmonic_errors_compare_log_levels():
 def measured_labels():
     """labels_from_audio on every clean synthetic clip, in one process (pyin's first call
     pays numba's compile cost once)."""
-    names = ["vowel_a", "vowel_i", "vowel_u", "fricative_s", "silence", "utterance_1",
-             "utterance_2"]
-    return {name: (load_clip(name).labels, labels_from_audio(load_clip(name).audio))
-            for name in names}
+    names = [
+        "vowel_a",
+        "vowel_i",
+        "vowel_u",
+        "fricative_s",
+        "silence",
+        "utterance_1",
+        "utterance_2",
+    ]
+    return {
+        name: (load_clip(name).labels, labels_from_audio(load_clip(name).audio)) for name in names
+    }
 
 
 def test_labels_from_audio_agree_with_the_synthesizers_labels(measured_labels):
@@ -368,6 +395,7 @@ def test_labels_from_audio_calls_digital_silence_silent(measured_labels):
 
 
 # --- bad inputs ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("loss_fn", [cond_loop_voicing_loss, masked_voicing_loss])
 def test_bad_inputs_get_clear_errors(loss_fn):
@@ -418,6 +446,7 @@ def test_as_tf_function_refuses_other_labels():
 # Fix 2 (``logical_conditions=True``: the ``tf.logical_*`` tensors instead of
 # ``tf.cond(..., lambda: True, lambda: False)``) must change nothing but the control flow.
 
+
 def _noise_audio(labels: FrameLabels, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return (0.1 * rng.standard_normal((labels.num_frames - 1) * HOP_LENGTH)).astype(np.float32)
@@ -441,6 +470,7 @@ def test_fix_2_gives_the_questions_loss_and_gradients_on_speech():
 
 def test_fix_2_still_gives_none_on_silence():
     labels = _labels([S] * 6)
-    loss, grad = _loss_and_grad(labels, _noise_audio(labels, 3), _noise_audio(labels, 4),
-                                logical_conditions=True)
+    loss, grad = _loss_and_grad(
+        labels, _noise_audio(labels, 3), _noise_audio(labels, 4), logical_conditions=True
+    )
     assert grad is None and abs(loss - 2 * EPSILON) < 1e-12

@@ -15,20 +15,23 @@ FROZEN = tf.Variable(1.0, trainable=False, name="frozen")
 COUNT = tf.Variable(2, name="count")
 
 
-@pytest.mark.parametrize("source, watched, every_none, cause", [
-    (FROZEN, None, False, "untrainable"),
-    (FROZEN, True, False, "cut"),  # watched on purpose: then it is a plain variable
-    (COUNT, None, False, "integer"),
-    (tf.constant([1, 2]), True, False, "integer"),
-    (tf.constant(1.0), None, False, "unwatched"),
-    (tf.constant(1.0), False, False, "unwatched"),
-    (tf.constant(1.0), True, False, "cut"),
-    (FLOAT, None, True, "cut"),
-    (FLOAT, None, False, "unused"),
-    (FLOAT, False, False, "unread"),
-    (FLOAT, True, False, "cut"),
-    (keras.Variable(1.0, trainable=False), None, False, "untrainable"),
-])
+@pytest.mark.parametrize(
+    "source, watched, every_none, cause",
+    [
+        (FROZEN, None, False, "untrainable"),
+        (FROZEN, True, False, "cut"),  # watched on purpose: then it is a plain variable
+        (COUNT, None, False, "integer"),
+        (tf.constant([1, 2]), True, False, "integer"),
+        (tf.constant(1.0), None, False, "unwatched"),
+        (tf.constant(1.0), False, False, "unwatched"),
+        (tf.constant(1.0), True, False, "cut"),
+        (FLOAT, None, True, "cut"),
+        (FLOAT, None, False, "unused"),
+        (FLOAT, False, False, "unread"),
+        (FLOAT, True, False, "cut"),
+        (keras.Variable(1.0, trainable=False), None, False, "untrainable"),
+    ],
+)
 def test_the_causes(source, watched, every_none, cause):
     assert why_none(source, watched=watched, every_none=every_none) == cause
     assert HINTS[cause]

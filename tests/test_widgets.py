@@ -64,8 +64,9 @@ def no_plots(request, monkeypatch):
     """Drawing the plot takes longer than an eager gradient; one test checks it is drawn,
     the others check what the controls compute, with a stand-in for the picture."""
     if request.node.name != "test_setting_a_widget_recomputes_and_redraws":
-        monkeypatch.setattr(GradientLab, "_picture",
-                            lambda self, report: (report._repr_html_(), b"not drawn"))
+        monkeypatch.setattr(
+            GradientLab, "_picture", lambda self, report: (report._repr_html_(), b"not drawn")
+        )
 
 
 def set_controls(lab, **values):
@@ -79,8 +80,14 @@ def set_controls(lab, **values):
 
 def test_lab_starts_on_the_questions_failure(lab):
     values = {name: control.value for name, control in lab.controls.items()}
-    assert values == {"clip": "silent", "loss": "per-frame (question)", "else_scale": "off",
-                      "silence_weight": "1", "mode": "eager", "policy": "keep"}
+    assert values == {
+        "clip": "silent",
+        "loss": "per-frame (question)",
+        "else_scale": "off",
+        "silence_weight": "1",
+        "mode": "eager",
+        "policy": "keep",
+    }
     assert lab.result.report.all("none")
     assert lab.result.adam.outcome == "raises" and "No gradients" in lab.result.adam.message
     assert "5 none" in lab.summary.value
@@ -91,12 +98,12 @@ def test_every_control_has_a_name_a_description_and_a_css_class(lab):
     for name, control in lab.controls.items():
         assert control.description == name
         assert f"gradient-lab-{name}" in control._dom_classes
-    for element, name in ((lab.summary, "summary"), (lab.view, "table"),
-                          (lab.adam_panel, "adam")):
+    for element, name in ((lab.summary, "summary"), (lab.view, "table"), (lab.adam_panel, "adam")):
         assert f"gradient-lab-{name}" in element._dom_classes
     shown = {w.model_id for w in _descendants(lab.widget)}
-    assert {c.model_id for c in (*lab.controls.values(), lab.summary, lab.view,
-                                 lab.adam_panel)} <= shown
+    assert {
+        c.model_id for c in (*lab.controls.values(), lab.summary, lab.view, lab.adam_panel)
+    } <= shown
 
 
 def _descendants(widget):
@@ -118,8 +125,9 @@ def test_setting_a_widget_recomputes_and_redraws(lab, monkeypatch):
     outputs = lab.view.outputs
     assert len(outputs) == 2  # the table and the plot, once each (the old view was cleared)
     assert "text/html" in outputs[0]["data"] and "image/png" in outputs[1]["data"]
-    rows = re.findall(r"<tr><td style='[^']*'><code>([^<]+)</code>",
-                      outputs[0]["data"]["text/html"])
+    rows = re.findall(
+        r"<tr><td style='[^']*'><code>([^<]+)</code>", outputs[0]["data"]["text/html"]
+    )
     assert rows == [v.path for v in lab.model.trainable_variables]
     assert shown_text(lab.summary.value) == result.describe()
     assert "<b>" in lab.summary.value and "line-height:1.4" in lab.adam_panel.value
@@ -145,12 +153,18 @@ def png_size(data: str) -> tuple[int, int]:
 def test_the_summary_line_is_a_function_of_the_setting_alone(model, lab):
     """A test in the browser computes the expected line in Python: another lab on the same
     model, asked for the same setting, gives the line the lab whose controls moved shows."""
-    setting = {"clip": "voiced", "loss": "per-frame (question)", "else_scale": "1e-10",
-               "mode": "eager", "policy": "zeros"}
+    setting = {
+        "clip": "voiced",
+        "loss": "per-frame (question)",
+        "else_scale": "1e-10",
+        "mode": "eager",
+        "policy": "zeros",
+    }
     before = snapshot(model)
     shown = set_controls(lab, **setting).describe()
-    assert shown.startswith("clip=voiced, loss=per-frame (question), else_scale=1e-10, "
-                            "mode=eager, policy=zeros: loss ")
+    assert shown.startswith(
+        "clip=voiced, loss=per-frame (question), else_scale=1e-10, mode=eager, policy=zeros: loss "
+    )
     assert GradientLab(model).result_for(**setting).describe() == shown
     assert lab.result_for(**setting) is lab.result
     assert mean_abs_change(before, model) == 0.0  # the Adam panel puts the weights back
@@ -169,8 +183,14 @@ def test_the_hack_scale_slider_is_log_spaced_with_off(lab):
 
 
 def test_the_hack_scale_turns_none_into_gradients_on_silence(lab):
-    assert set_controls(lab, clip="silent", loss="per-frame (question)", mode="eager",
-                        policy="keep", else_scale="off").report.all("none")
+    assert set_controls(
+        lab,
+        clip="silent",
+        loss="per-frame (question)",
+        mode="eager",
+        policy="keep",
+        else_scale="off",
+    ).report.all("none")
     tiny = set_controls(lab, else_scale="1e-10")
     assert tiny.report.all("ok") and "else_scale=1e-10" in tiny.describe()
     large = set_controls(lab, else_scale="1")
@@ -182,8 +202,9 @@ def test_the_silence_weight_slider_sets_the_masked_loss_term(lab):
     slider = lab.controls["silence_weight"]
     assert isinstance(slider, widgets.SelectionSlider)
     assert list(slider.options) == list(SILENCE_WEIGHTS)
-    off = set_controls(lab, clip="silent", loss="masked", mode="eager", policy="keep",
-                       silence_weight="0")
+    off = set_controls(
+        lab, clip="silent", loss="masked", mode="eager", policy="keep", silence_weight="0"
+    )
     assert off.report.all("zero")  # no term on silent frames: zeros, even eagerly
     one, ten = set_controls(lab, silence_weight="1"), set_controls(lab, silence_weight="10")
     assert one.report.all("ok") and ten.loss > one.loss > off.loss
@@ -192,8 +213,7 @@ def test_the_silence_weight_slider_sets_the_masked_loss_term(lab):
 
 
 def test_the_policy_none_zeros_skip(lab):
-    base = {"clip": "silent", "loss": "per-frame (question)", "else_scale": "off",
-            "mode": "eager"}
+    base = {"clip": "silent", "loss": "per-frame (question)", "else_scale": "off", "mode": "eager"}
     none = set_controls(lab, **base, policy="keep")
     zeros = set_controls(lab, policy="zeros")
     skip = set_controls(lab, policy="skip")
@@ -211,9 +231,11 @@ def test_the_adam_panel_is_notebook_04s_experiment(model, lab):
     takes the steps on the voiced clip with the masked loss, then, from the same state, one
     step on zeros, on the 1e-10 hack's gradients, on the silence term's and on the voiced
     clip. Zeros and the hack are momentum alone; the silence term turns the step."""
-    shown = {"zeros": lab.result_for("silent", "per-frame (question)", policy="zeros").adam,
-             "hack": lab.result_for("silent", "per-frame (question)", else_scale="1e-10").adam,
-             "silence term": lab.result_for("silent", "masked", silence_weight="1").adam}
+    shown = {
+        "zeros": lab.result_for("silent", "per-frame (question)", policy="zeros").adam,
+        "hack": lab.result_for("silent", "per-frame (question)", else_scale="1e-10").adam,
+        "silence term": lab.result_for("silent", "masked", silence_weight="1").adam,
+    }
     examples = lab_examples({c: LAB_CLIPS[c] for c in ("voiced", "silent")})
     variables = model.trainable_variables
     original = snapshot(model)
@@ -221,24 +243,27 @@ def test_the_adam_panel_is_notebook_04s_experiment(model, lab):
     def grads(clip, loss_fn, **kwargs):
         example = examples[clip]
         with tf.GradientTape() as tape:
-            loss = loss_fn(example.clean, enhance(model, example.audio), example.labels,
-                           **kwargs)
+            loss = loss_fn(example.clean, enhance(model, example.audio), example.labels, **kwargs)
         return tape.gradient(loss, variables)
 
     def flat(weights):
         return np.concatenate([np.ravel(w) for w in weights])
 
-    setting_grads = {"zeros": [tf.zeros_like(v) for v in variables],
-                     "hack": grads("silent", cond_loop_voicing_loss, else_scale=1e-10),
-                     "silence term": grads("silent", masked_voicing_loss, silence_weight=1.0)}
+    setting_grads = {
+        "zeros": [tf.zeros_like(v) for v in variables],
+        "hack": grads("silent", cond_loop_voicing_loss, else_scale=1e-10),
+        "silence term": grads("silent", masked_voicing_loss, silence_weight=1.0),
+    }
     optimizer = keras.optimizers.Adam(learning_rate=ADAM_LEARNING_RATE)
     updates = {}
     try:
         for _ in range(ADAM_WARMUP_STEPS):
             last = TrainingState(model, optimizer).step(grads("voiced", masked_voicing_loss))
         state = TrainingState(model, optimizer)
-        for name, step_grads in {**setting_grads,
-                                 "voiced": grads("voiced", masked_voicing_loss)}.items():
+        for name, step_grads in {
+            **setting_grads,
+            "voiced": grads("voiced", masked_voicing_loss),
+        }.items():
             updates[name] = state.step(step_grads)
         state.restore()
     finally:
@@ -275,19 +300,29 @@ def own_clips():
     real = load_clip("arctic_a0009")
     pause_audio, pause_labels = excerpt(real.clean, real.labels, 0, 9)
     word = excerpt(real.clean, real.labels, 24, 40)
-    return {"pause": Clip("pause", pause_audio + 0.01, pause_audio, pause_labels),
-            "word": word, "vowel": ClipExcerpt("vowel_a", 10, 26)}
+    return {
+        "pause": Clip("pause", pause_audio + 0.01, pause_audio, pause_labels),
+        "word": word,
+        "vowel": ClipExcerpt("vowel_a", 10, 26),
+    }
 
 
 def test_the_learners_model_losses_and_clips(own_clips):
     model = make_conv_denoiser(seed=0)
     before = snapshot(model)
-    lab = GradientLab(model=model, losses={"mse": mse, "weighted": weighted_mse,
-                                           "question": cond_loop_voicing_loss}, clips=own_clips)
+    lab = GradientLab(
+        model=model,
+        losses={"mse": mse, "weighted": weighted_mse, "question": cond_loop_voicing_loss},
+        clips=own_clips,
+    )
     assert list(lab.controls["clip"].options) == ["pause", "word", "vowel"]
     assert list(lab.controls["loss"].options) == ["mse", "weighted", "question"]
-    assert lab.result.setting.values() == {"clip": "pause", "loss": "mse", "mode": "eager",
-                                          "policy": "keep"}
+    assert lab.result.setting.values() == {
+        "clip": "pause",
+        "loss": "mse",
+        "mode": "eager",
+        "policy": "keep",
+    }
     assert lab.result.report.all("ok") and len(lab.result.report) == 5
     assert lab.controls["else_scale"].disabled and lab.controls["silence_weight"].disabled
     weighted = set_controls(lab, loss="weighted", silence_weight="10")
@@ -304,13 +339,16 @@ def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_cli
             raise ValueError("this loss takes 9 frames at most")
         return mse(reference, estimate, labels)
 
-    lab = GradientLab(make_conv_denoiser(seed=0), losses={"mse": mse, "short": only_short},
-                      clips=own_clips)
+    lab = GradientLab(
+        make_conv_denoiser(seed=0), losses={"mse": mse, "short": only_short}, clips=own_clips
+    )
     lab.controls["loss"].value = "short"  # on the pause: 9 frames, fine
     assert lab.error is None and lab.result.setting.loss == "short"
     lab.controls["clip"].value = "word"
-    assert lab.error == ("clip=word, loss=short, mode=eager, policy=keep: ValueError: this "
-                         "loss takes 9 frames at most")
+    assert lab.error == (
+        "clip=word, loss=short, mode=eager, policy=keep: ValueError: this "
+        "loss takes 9 frames at most"
+    )
     assert html.escape(lab.error) in lab.summary.value and lab.view.outputs == ()
     lab.controls["loss"].value = "mse"
     assert lab.error is None and "clip=word, loss=mse" in lab.summary.value
@@ -321,19 +359,33 @@ def test_a_loss_that_fails_on_one_clip_shows_its_error_in_the_lab(model, own_cli
 
 def test_a_change_that_needs_no_trace_does_not_retrace():
     # notebook 03's small waveform denoiser traces faster than the GRU's loop
-    lab = GradientLab(make_conv_denoiser(seed=0),
-                      clips={c: LAB_CLIPS[c] for c in ("voiced", "silent")},
-                      clip="voiced", loss="masked", mode="tf.function")
+    lab = GradientLab(
+        make_conv_denoiser(seed=0),
+        clips={c: LAB_CLIPS[c] for c in ("voiced", "silent")},
+        clip="voiced",
+        loss="masked",
+        mode="tf.function",
+    )
     assert lab.tracing_count() == 1
     first = lab.result
     for name, value, traces in (
-            ("policy", "zeros", 0), ("policy", "skip", 0), ("mode", "eager", 0),
-            ("mode", "tf.function", 0), ("else_scale", "1e-10", 0),  # masked: not its knob
-            ("clip", "silent", 1), ("clip", "voiced", 0), ("policy", "keep", 0),
-            ("silence_weight", "0", 1),  # a Python number in the masked loss: a new trace
-            ("silence_weight", "1", 0), ("loss", "per-frame (question)", 1),
-            ("else_scale", "1e-4", 0), ("else_scale", "1", 0),  # a tensor: the same trace
-            ("else_scale", "off", 1), ("else_scale", "1e-10", 0), ("loss", "masked", 0)):
+        ("policy", "zeros", 0),
+        ("policy", "skip", 0),
+        ("mode", "eager", 0),
+        ("mode", "tf.function", 0),
+        ("else_scale", "1e-10", 0),  # masked: not its knob
+        ("clip", "silent", 1),
+        ("clip", "voiced", 0),
+        ("policy", "keep", 0),
+        ("silence_weight", "0", 1),  # a Python number in the masked loss: a new trace
+        ("silence_weight", "1", 0),
+        ("loss", "per-frame (question)", 1),
+        ("else_scale", "1e-4", 0),
+        ("else_scale", "1", 0),  # a tensor: the same trace
+        ("else_scale", "off", 1),
+        ("else_scale", "1e-10", 0),
+        ("loss", "masked", 0),
+    ):
         traced = lab.tracing_count()
         lab.controls[name].value = value
         assert lab.tracing_count() == traced + traces, (name, value)
@@ -357,10 +409,11 @@ def ignores_the_model(reference, estimate, labels):  # every gradient None
 
 def every_setting(lab) -> list:
     """Every setting the lab's controls offer (a knob the loss does not take counts once)."""
-    options = [lab.controls[name].options for name in
-               ("clip", "loss", "mode", "policy", "else_scale", "silence_weight")]
-    return sorted({lab.lab.setting(*values) for values in itertools.product(*options)},
-                  key=repr)
+    options = [
+        lab.controls[name].options
+        for name in ("clip", "loss", "mode", "policy", "else_scale", "silence_weight")
+    ]
+    return sorted({lab.lab.setting(*values) for values in itertools.product(*options)}, key=repr)
 
 
 def test_every_setting_has_one_figure_size_one_x_range_and_the_same_table_columns():
@@ -371,8 +424,11 @@ def test_every_setting_has_one_figure_size_one_x_range_and_the_same_table_column
     take minutes, was measured the same way once: 336 settings, 92 distinct reports, one
     size and range; the next test checks its norms fit the range.)"""
     clips = {"vowel": ClipExcerpt("vowel_a", 10, 14), "pause": ClipExcerpt("silence", 4, 8)}
-    lab = GradientLab(make_conv_denoiser(seed=0), clips=clips, losses={
-        "scaled": scaled_mse, "root": root_mse, "ignores": ignores_the_model})
+    lab = GradientLab(
+        make_conv_denoiser(seed=0),
+        clips=clips,
+        losses={"scaled": scaled_mse, "root": root_mse, "ignores": ignores_the_model},
+    )
     settings, layouts, statuses, norms = every_setting(lab), set(), set(), []
     assert len(settings) == 2 * (8 + 6 + 1) * 2 * 3
     drawn = {}  # the lab draws one picture per distinct report, too
@@ -384,27 +440,46 @@ def test_every_setting_has_one_figure_size_one_x_range_and_the_same_table_column
         if key not in drawn:
             figure = lab_figure(report)
             ax = figure.axes[0]
-            drawn[key] = (tuple(figure.get_size_inches()), ax.get_xlim(), ax.get_title(),
-                          tuple(t.get_text() for t in ax.get_legend().get_texts()))
+            drawn[key] = (
+                tuple(figure.get_size_inches()),
+                ax.get_xlim(),
+                ax.get_title(),
+                tuple(t.get_text() for t in ax.get_legend().get_texts()),
+            )
         layouts.add(drawn[key])
         table = lab_table(report)
-        assert re.findall(r"<th[^>]*>([^<]*)</th>", table) == ["variable", "shape", "status",
-                                                              "gradient norm"], setting
+        assert re.findall(r"<th[^>]*>([^<]*)</th>", table) == [
+            "variable",
+            "shape",
+            "status",
+            "gradient norm",
+        ], setting
         below = re.findall(r"<p[^>]*>([^<]*)</p>", table.split("</table>")[1])
-        assert len(below) == 1 and (below[0].startswith("Hint for every row: ")
-                                    or below[0] == LAB_NO_HINT), (setting, below)
+        assert len(below) == 1 and (
+            below[0].startswith("Hint for every row: ") or below[0] == LAB_NO_HINT
+        ), (setting, below)
     assert statuses == {"ok", "zero", "nonfinite", "none"}
     assert max(norms) / min(norms) > 1e11
-    assert layouts == {((8.0, 0.45 * 5 + 1.4), LAB_NORM_RANGE, LAB_FIGURE_TITLE,
-                        ("norm (log scale)", "zero", "NaN / inf", "None"))}
+    assert layouts == {
+        (
+            (8.0, 0.45 * 5 + 1.4),
+            LAB_NORM_RANGE,
+            LAB_FIGURE_TITLE,
+            ("norm (log scale)", "zero", "NaN / inf", "None"),
+        )
+    }
 
 
 def test_the_course_labs_norms_lie_inside_the_plots_range(lab):
     """Its smallest norms: silence with the hack's smallest scale (the scale multiplies every
     gradient); its largest: the voiced clip, for either loss (measured over every setting)."""
     smallest = lab.result_for("silent", "per-frame (question)", else_scale="1e-12").report
-    for clip, loss in (("voiced", "masked"), ("voiced", "per-frame (question)"),
-                       ("unvoiced", "masked"), ("silent", "masked")):
+    for clip, loss in (
+        ("voiced", "masked"),
+        ("voiced", "per-frame (question)"),
+        ("unvoiced", "masked"),
+        ("silent", "masked"),
+    ):
         weight = "10" if loss == "masked" else "1"
         largest = lab.result_for(clip, loss, silence_weight=weight).report
         assert largest.largest_norm() < LAB_NORM_RANGE[1] / 10, (clip, loss)
@@ -422,12 +497,21 @@ def test_the_lab_greys_out_a_knob_its_loss_does_not_take_and_keeps_labels_inline
 
 
 def test_the_text_fallback_says_to_run_the_cell_and_never_breaks_a_word(lab):
-    result = set_controls(lab, clip="silent", loss="per-frame (question)", policy="keep",
-                          mode="eager", else_scale="off")
+    result = set_controls(
+        lab,
+        clip="silent",
+        loss="per-frame (question)",
+        policy="keep",
+        mode="eager",
+        else_scale="off",
+    )
     text = lab._repr_mimebundle_()["text/plain"]
     lines = text.split("\n")
-    assert lines[0] == FALLBACK_NOTE == ("Run this cell to get the interactive gradient lab. "
-                                         "When it last ran, it showed:")
+    assert (
+        lines[0]
+        == FALLBACK_NOTE
+        == ("Run this cell to get the interactive gradient lab. When it last ran, it showed:")
+    )
     assert all(len(line) <= FALLBACK_WIDTH for line in lines)
     paragraphs = [" ".join(p.split("\n")) for p in "\n".join(lines[1:]).split("\n\n")]
     assert paragraphs == [result.describe(), result.adam.describe()]
@@ -441,22 +525,25 @@ def two_args(reference, estimate):
     return tf.constant(0.0)
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"losses": {"mse": "mse"}}, TypeError, "loss 'mse' must be callable"),
-    ({"losses": {"mse": two_args}}, TypeError, "must take three arguments"),
-    ({"losses": {}}, TypeError, "losses must be a non-empty dict"),
-    ({"losses": [mse]}, TypeError, "losses must be a non-empty dict"),
-    ({"losses": {"": mse}}, TypeError, "non-empty string"),
-    ({"clips": {"x": (np.zeros((2, 2400), np.float32), None)}}, TypeError, "FrameLabels"),
-    ({"clips": {"x": "vowel_a"}}, TypeError, "clip 'x' must be"),
-    ({"clips": {}}, TypeError, "clips must be a non-empty dict"),
-    ({"model": "my model"}, TypeError, "expected a Keras model"),
-    ({"clip": "loud"}, ValueError, "clip must be one of"),
-    ({"mode": "graph"}, ValueError, "mode must be one of"),
-    ({"policy": "ignore"}, ValueError, "policy must be one of"),
-    ({"else_scale": "1e-3"}, ValueError, "else_scale must be one of"),
-    ({"silence_weight": 2}, ValueError, "silence_weight must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"losses": {"mse": "mse"}}, TypeError, "loss 'mse' must be callable"),
+        ({"losses": {"mse": two_args}}, TypeError, "must take three arguments"),
+        ({"losses": {}}, TypeError, "losses must be a non-empty dict"),
+        ({"losses": [mse]}, TypeError, "losses must be a non-empty dict"),
+        ({"losses": {"": mse}}, TypeError, "non-empty string"),
+        ({"clips": {"x": (np.zeros((2, 2400), np.float32), None)}}, TypeError, "FrameLabels"),
+        ({"clips": {"x": "vowel_a"}}, TypeError, "clip 'x' must be"),
+        ({"clips": {}}, TypeError, "clips must be a non-empty dict"),
+        ({"model": "my model"}, TypeError, "expected a Keras model"),
+        ({"clip": "loud"}, ValueError, "clip must be one of"),
+        ({"mode": "graph"}, ValueError, "mode must be one of"),
+        ({"policy": "ignore"}, ValueError, "policy must be one of"),
+        ({"else_scale": "1e-3"}, ValueError, "else_scale must be one of"),
+        ({"silence_weight": 2}, ValueError, "silence_weight must be one of"),
+    ],
+)
 def test_bad_input_is_refused_with_a_clear_error(model, kwargs, error, message):
     kwargs = {"model": model, **kwargs}
     with pytest.raises(error, match=message):
@@ -471,19 +558,28 @@ def silent_labels():
 def test_a_clip_that_is_not_1d_float_audio_is_refused(model, silent_labels):
     samples = (silent_labels.num_frames - 1) * silent_labels.hop_length
     # the labels are fine: the same labels with 1-D float audio of the right length are taken
-    assert lab_examples({"mine": (np.zeros(samples, np.float32), silent_labels)})["mine"] \
-        .labels.num_frames == 16
-    for audio, match in ((np.zeros((samples, 2), np.float32), "must have shape"),
-                         (np.zeros(samples, np.int16), "floating point"),
-                         (np.zeros(samples + 800, np.float32), "labels have")):
+    assert (
+        lab_examples({"mine": (np.zeros(samples, np.float32), silent_labels)})[
+            "mine"
+        ].labels.num_frames
+        == 16
+    )
+    for audio, match in (
+        (np.zeros((samples, 2), np.float32), "must have shape"),
+        (np.zeros(samples, np.int16), "floating point"),
+        (np.zeros(samples + 800, np.float32), "labels have"),
+    ):
         with pytest.raises((ValueError, LabelError), match=match):
             GradientLab(model, clips={"mine": (audio, silent_labels)})
 
 
 def test_a_lab_without_a_voiced_gradient_for_adam_says_so(model):
     with pytest.raises(ValueError, match="warms Adam up with loss 'question' on clip 'silent'"):
-        GradientLab(model, losses={"question": cond_loop_voicing_loss},
-                    clips={"silent": LAB_CLIPS["silent"]})
+        GradientLab(
+            model,
+            losses={"question": cond_loop_voicing_loss},
+            clips={"silent": LAB_CLIPS["silent"]},
+        )
 
 
 def test_a_loss_that_does_not_return_a_scalar_is_refused(model):
@@ -494,11 +590,14 @@ def test_a_loss_that_does_not_return_a_scalar_is_refused(model):
         GradientLab(model, losses={"per-sample": per_sample})
 
 
-@pytest.mark.parametrize("args, message", [
-    (("loud", "masked", "eager"), "clip must be one of"),
-    (("silent", "mse", "eager"), "loss must be one of"),
-    (("silent", "masked", "graph"), "mode must be one of"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("loud", "masked", "eager"), "clip must be one of"),
+        (("silent", "mse", "eager"), "loss must be one of"),
+        (("silent", "masked", "graph"), "mode must be one of"),
+    ],
+)
 def test_bad_choices_are_refused(lab, args, message):
     with pytest.raises(ValueError, match=message):
         lab.result_for(*args)
@@ -536,20 +635,23 @@ def stored_lab_disagreements(notebook: dict) -> list[str]:
                     by_class[css.removeprefix("gradient-lab-")] = state[model_id]["state"]
             summary = shown_text(by_class["summary"]["value"])
             adam = shown_text(by_class["adam"]["value"])
-            said = [" ".join(p.split("\n")) for p in
-                    text.removeprefix(FALLBACK_NOTE + "\n").split("\n\n")]
+            said = [
+                " ".join(p.split("\n"))
+                for p in text.removeprefix(FALLBACK_NOTE + "\n").split("\n\n")
+            ]
             if said != [summary, adam]:
                 problems.append(f"lab {root}: text {text!r} but widgets {summary!r} / {adam!r}")
             setting = said[0].split(": loss ")[0]
-            shown = dict(re.findall(rf"({'|'.join(CONTROL_NAMES)})=(.*?)(?:, (?=\w+=)|$)",
-                                    setting))
+            shown = dict(re.findall(rf"({'|'.join(CONTROL_NAMES)})=(.*?)(?:, (?=\w+=)|$)", setting))
             for name in CONTROL_NAMES:
                 control = by_class[name]
                 value = control["_options_labels"][control["index"]]
                 expected = None if control.get("disabled") else value
                 if shown.get(name) != expected:
-                    problems.append(f"lab {root}: {name} is {value!r} in the widget state, "
-                                    f"{shown.get(name)!r} in the text")
+                    problems.append(
+                        f"lab {root}: {name} is {value!r} in the widget state, "
+                        f"{shown.get(name)!r} in the text"
+                    )
     return problems if labs else ["no lab displayed"]
 
 
@@ -568,14 +670,16 @@ def test_the_agreement_check_finds_a_lab_changed_after_display(lab):
     set_controls(lab, clip="voiced", loss="masked", policy="keep")
 
     def stored() -> dict:  # what a run stores: the text at display, the state at the end
-        state = widgets.Widget.get_manager_state(drop_defaults=False,
-                                                 widgets=list(_descendants(lab.widget)))
-        return {"metadata": {"widgets": {WIDGET_STATE: json.loads(json.dumps(state))}},
-                "cells": [{"outputs": [{"data": shown}]}]}
+        state = widgets.Widget.get_manager_state(
+            drop_defaults=False, widgets=list(_descendants(lab.widget))
+        )
+        return {
+            "metadata": {"widgets": {WIDGET_STATE: json.loads(json.dumps(state))}},
+            "cells": [{"outputs": [{"data": shown}]}],
+        }
 
     shown = lab._repr_mimebundle_()
     assert stored_lab_disagreements(stored()) == []
     lab.controls["policy"].value = "zeros"  # a later cell moves a control
     problems = stored_lab_disagreements(stored())
-    assert any("policy is 'zeros' in the widget state, 'keep' in the text" in p
-               for p in problems)
+    assert any("policy is 'zeros' in the widget state, 'keep' in the text" in p for p in problems)

@@ -24,11 +24,20 @@ from scipy import signal
 
 from helpers.audio.signal import SAMPLE_RATE, AudioError, check_audio, matched_pair
 
-LOWPASS_CANDIDATES_HZ: tuple[float, ...] = (1000.0, 1500.0, 2000.0, 3000.0, 4000.0, 5000.0,
-                                            6000.0, 7000.0)
+LOWPASS_CANDIDATES_HZ: tuple[float, ...] = (
+    1000.0,
+    1500.0,
+    2000.0,
+    3000.0,
+    4000.0,
+    5000.0,
+    6000.0,
+    7000.0,
+)
 # (over_subtraction, quiet_fraction) pairs tried on the training clips
 SUBTRACTION_CANDIDATES: tuple[tuple[float, float], ...] = tuple(
-    (a, q) for a in (1.0, 2.0, 4.0, 6.0) for q in (0.1, 0.3))
+    (a, q) for a in (1.0, 2.0, 4.0, 6.0) for q in (0.1, 0.3)
+)
 STATIONARY_PADDING = 48 + 4 * 256  # zeros on each side (noisereduce's default: 30000)
 
 
@@ -47,7 +56,7 @@ def si_sdr(reference, estimate) -> float:
     distortion = np.sum((estimate - target) ** 2)
     if distortion == 0:
         return float("inf")
-    return float(10 * np.log10(max(np.sum(target ** 2), 1e-30) / distortion))
+    return float(10 * np.log10(max(np.sum(target**2), 1e-30) / distortion))
 
 
 def stoi(reference, estimate, sample_rate: int = SAMPLE_RATE) -> float:
@@ -58,13 +67,13 @@ def stoi(reference, estimate, sample_rate: int = SAMPLE_RATE) -> float:
     return float(_stoi(reference, estimate, sample_rate, extended=False))
 
 
-def lowpass(noisy, cutoff_hz: float, sample_rate: int = SAMPLE_RATE, order: int = 4
-            ) -> np.ndarray:
+def lowpass(noisy, cutoff_hz: float, sample_rate: int = SAMPLE_RATE, order: int = 4) -> np.ndarray:
     """A fixed Butterworth low-pass at ``cutoff_hz``, zero-phase (``sosfiltfilt``)."""
     check_audio(noisy, "noisy")
     if not 0 < cutoff_hz < sample_rate / 2:
-        raise ValueError(f"cutoff_hz must be between 0 and {sample_rate / 2:g} Hz; "
-                         f"got {cutoff_hz!r}.")
+        raise ValueError(
+            f"cutoff_hz must be between 0 and {sample_rate / 2:g} Hz; got {cutoff_hz!r}."
+        )
     sos = _butter_lowpass(int(order), float(cutoff_hz), int(sample_rate))
     return signal.sosfiltfilt(sos, np.asarray(noisy, dtype=np.float64)).astype(np.float32)
 
@@ -74,9 +83,14 @@ def _butter_lowpass(order: int, cutoff_hz: float, sample_rate: int) -> np.ndarra
     return signal.butter(order, cutoff_hz, btype="lowpass", fs=sample_rate, output="sos")
 
 
-def spectral_subtraction(noisy, over_subtraction: float = 2.0, floor: float = 0.05,
-                         quiet_fraction: float = 0.1, n_fft: int = 512,
-                         hop_length: int = 128) -> np.ndarray:
+def spectral_subtraction(
+    noisy,
+    over_subtraction: float = 2.0,
+    floor: float = 0.05,
+    quiet_fraction: float = 0.1,
+    n_fft: int = 512,
+    hop_length: int = 128,
+) -> np.ndarray:
     """Power spectral subtraction with the noise estimated from the input itself.
 
     Noise power per bin: the mean over the ``quiet_fraction`` quietest frames of the clip.
@@ -88,18 +102,21 @@ def spectral_subtraction(noisy, over_subtraction: float = 2.0, floor: float = 0.
     if not 0 < quiet_fraction <= 1:
         raise ValueError(f"quiet_fraction must be in (0, 1]; got {quiet_fraction!r}.")
     if over_subtraction <= 0 or not 0 <= floor < 1:
-        raise ValueError("over_subtraction must be > 0 and floor in [0, 1); got "
-                         f"{over_subtraction!r} and {floor!r}.")
+        raise ValueError(
+            "over_subtraction must be > 0 and floor in [0, 1); got "
+            f"{over_subtraction!r} and {floor!r}."
+        )
     noisy = np.asarray(noisy, dtype=np.float64)
     overlap = n_fft - hop_length
     _, _, spectrum = signal.stft(noisy, nperseg=n_fft, noverlap=overlap)
     power = np.abs(spectrum) ** 2
-    quiet = np.argsort(power.sum(axis=0))[:max(1, int(round(quiet_fraction * power.shape[1])))]
+    quiet = np.argsort(power.sum(axis=0))[: max(1, int(round(quiet_fraction * power.shape[1])))]
     noise_power = power[:, quiet].mean(axis=1, keepdims=True)
-    gain = np.sqrt(np.maximum(1.0 - over_subtraction * noise_power / np.maximum(power, 1e-20),
-                              floor ** 2))
+    gain = np.sqrt(
+        np.maximum(1.0 - over_subtraction * noise_power / np.maximum(power, 1e-20), floor**2)
+    )
     _, out = signal.istft(gain * spectrum, nperseg=n_fft, noverlap=overlap)
-    return np.pad(out, (0, max(0, len(noisy) - len(out))))[:len(noisy)].astype(np.float32)
+    return np.pad(out, (0, max(0, len(noisy) - len(out))))[: len(noisy)].astype(np.float32)
 
 
 def spectral_gating(noisy, stationary: bool, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
@@ -115,17 +132,18 @@ def spectral_gating(noisy, stationary: bool, sample_rate: int = SAMPLE_RATE) -> 
     # default's output (tests/test_baselines.py) for a third of the work. The non-stationary
     # noise floor decays into the padding: it keeps the default.
     padding = {"padding": STATIONARY_PADDING} if stationary else {}
-    out = noisereduce.reduce_noise(y=noisy, sr=int(sample_rate), stationary=bool(stationary),
-                                   **padding)
-    return np.pad(out, (0, max(0, len(noisy) - len(out))))[:len(noisy)].astype(np.float32)
+    out = noisereduce.reduce_noise(
+        y=noisy, sr=int(sample_rate), stationary=bool(stationary), **padding
+    )
+    return np.pad(out, (0, max(0, len(noisy) - len(out))))[: len(noisy)].astype(np.float32)
 
 
-def best_setting(denoiser, settings: Sequence,
-                 pairs: Sequence[tuple[np.ndarray, np.ndarray]]):
+def best_setting(denoiser, settings: Sequence, pairs: Sequence[tuple[np.ndarray, np.ndarray]]):
     """The setting whose ``denoiser(noisy, setting)`` has the best mean SI-SDR over the
     ``(clean, noisy)`` training pairs (ties: the first)."""
     if not pairs or not settings:
         raise ValueError("best_setting needs at least one setting and one (clean, noisy) pair.")
-    scores = [np.mean([si_sdr(clean, denoiser(noisy, s)) for clean, noisy in pairs])
-              for s in settings]
+    scores = [
+        np.mean([si_sdr(clean, denoiser(noisy, s)) for clean, noisy in pairs]) for s in settings
+    ]
     return settings[int(np.argmax(scores))]

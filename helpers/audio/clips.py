@@ -66,12 +66,33 @@ def _noisy(clean: ClipSpec, snr_db: float, seed: int) -> ClipSpec:
     return ClipSpec(f"{clean.name}_snr{snr_db:g}", clean.segments, seed, clean.name, snr_db)
 
 
-_UTTERANCE_1 = ClipSpec("utterance_1", (
-    silence(0.15), vowel("a", 120, 0.30), fricative("s", 0.15), vowel("i", 140, 0.30),
-    silence(0.10), vowel("u", 110, 0.30), silence(0.15)), seed=11)
-_UTTERANCE_2 = ClipSpec("utterance_2", (
-    silence(0.10), vowel("i", 130, 0.25), fricative("sh", 0.20), vowel("a", 115, 0.35),
-    silence(0.15), vowel("u", 125, 0.25), fricative("s", 0.15), silence(0.10)), seed=12)
+_UTTERANCE_1 = ClipSpec(
+    "utterance_1",
+    (
+        silence(0.15),
+        vowel("a", 120, 0.30),
+        fricative("s", 0.15),
+        vowel("i", 140, 0.30),
+        silence(0.10),
+        vowel("u", 110, 0.30),
+        silence(0.15),
+    ),
+    seed=11,
+)
+_UTTERANCE_2 = ClipSpec(
+    "utterance_2",
+    (
+        silence(0.10),
+        vowel("i", 130, 0.25),
+        fricative("sh", 0.20),
+        vowel("a", 115, 0.35),
+        silence(0.15),
+        vowel("u", 125, 0.25),
+        fricative("s", 0.15),
+        silence(0.10),
+    ),
+    seed=12,
+)
 
 SYNTHETIC_CLIPS: tuple[ClipSpec, ...] = (
     ClipSpec("vowel_a", (vowel("a", 120, 1.0),), seed=1),
@@ -181,19 +202,26 @@ def sha256(path: Path) -> str:
 
 # ------------------------------------------------ pieces of clips, what the notebooks train on
 
+
 def crop(clip: Clip, seconds: float) -> Clip:
     """The first ``seconds`` of a clip (audio, clean and labels), so a notebook can run an
     eager per-frame loop in a second or two instead of ten."""
     samples = int(round(seconds * clip.sample_rate))
     if not 0 < samples <= len(clip.audio):
-        raise ValueError(f"seconds must be in (0, {clip.duration:.3f}] for {clip.name}; "
-                         f"got {seconds}.")
-    return dataclasses.replace(clip, audio=clip.audio[:samples], clean=clip.clean[:samples],
-                               labels=clip.labels.slice(0, num_frames(samples)))
+        raise ValueError(
+            f"seconds must be in (0, {clip.duration:.3f}] for {clip.name}; got {seconds}."
+        )
+    return dataclasses.replace(
+        clip,
+        audio=clip.audio[:samples],
+        clean=clip.clean[:samples],
+        labels=clip.labels.slice(0, num_frames(samples)),
+    )
 
 
-def excerpt(audio: np.ndarray, labels: FrameLabels, start_frame: int, stop_frame: int
-            ) -> tuple[np.ndarray, FrameLabels]:
+def excerpt(
+    audio: np.ndarray, labels: FrameLabels, start_frame: int, stop_frame: int
+) -> tuple[np.ndarray, FrameLabels]:
     """Audio and labels of frames ``start_frame .. stop_frame - 1`` of a clip.
 
     The audio starts at sample ``start_frame * hop`` so the excerpt's centred frames sit on the
@@ -201,12 +229,14 @@ def excerpt(audio: np.ndarray, labels: FrameLabels, start_frame: int, stop_frame
     ``stop - start`` frames.
     """
     if not 0 <= start_frame < stop_frame <= labels.num_frames:
-        raise LabelError(f"frames {start_frame}..{stop_frame} are not inside the clip's "
-                         f"{labels.num_frames} frames.")
+        raise LabelError(
+            f"frames {start_frame}..{stop_frame} are not inside the clip's "
+            f"{labels.num_frames} frames."
+        )
     if stop_frame - start_frame < 2:
         raise LabelError("an excerpt needs at least two frames.")
     hop = labels.hop_length
-    piece = np.asarray(audio)[start_frame * hop:(stop_frame - 1) * hop]
+    piece = np.asarray(audio)[start_frame * hop : (stop_frame - 1) * hop]
     new_labels = labels.slice(start_frame, stop_frame)
     new_labels.check_fits(len(piece), labels.sample_rate)
     return piece, new_labels
@@ -217,12 +247,14 @@ def clip_excerpt(excerpt_of: ClipExcerpt, seed: int = 0) -> Clip:
     audio, with seeded noise (``make_example``), named ``"clip[start:stop]"``."""
     name, start, stop = excerpt_of
     source = load_clip(name)
-    return make_example(f"{name}[{start}:{stop}]", *excerpt(source.clean, source.labels,
-                                                            start, stop), seed=seed)
+    return make_example(
+        f"{name}[{start}:{stop}]", *excerpt(source.clean, source.labels, start, stop), seed=seed
+    )
 
 
-def make_example(name: str, clean: np.ndarray, labels: FrameLabels,
-                 noise_rms: float = NOISE_RMS, seed: int = 0) -> Clip:
+def make_example(
+    name: str, clean: np.ndarray, labels: FrameLabels, noise_rms: float = NOISE_RMS, seed: int = 0
+) -> Clip:
     """A training clip: ``audio = clean + seeded white noise of RMS noise_rms``."""
     clean = np.asarray(clean, dtype=np.float32)
     labels.check_fits(len(clean), labels.sample_rate)
@@ -235,15 +267,18 @@ def batch_of(clips: Sequence[Clip]) -> tuple[tf.Tensor, tf.Tensor]:
     clips of one length (for instance ``crop`` of each): a batch for the GRU denoiser."""
     lengths = {len(c.audio) for c in clips}
     if len(lengths) != 1:
-        raise ValueError(f"clips in one batch must have one length; got "
-                         f"{ {c.name: len(c.audio) for c in clips} }.")
+        raise ValueError(
+            f"clips in one batch must have one length; got "
+            f"{ {c.name: len(c.audio) for c in clips} }."
+        )
     noisy = stft(np.stack([c.audio for c in clips]))
     clean = tf.constant(np.stack([c.clean for c in clips]), tf.float32)
     return noisy, clean
 
 
-def noisy_crops(clips: Sequence[Clip], samples: int, rng: np.random.Generator
-                ) -> tuple[tf.Tensor, tf.Tensor]:
+def noisy_crops(
+    clips: Sequence[Clip], samples: int, rng: np.random.Generator
+) -> tuple[tf.Tensor, tf.Tensor]:
     """One training batch: a random ``samples``-long window of each clip, with fresh noise.
 
     The noise of a noisy clip (``audio - clean``) is rolled by a random amount before it is
@@ -255,10 +290,11 @@ def noisy_crops(clips: Sequence[Clip], samples: int, rng: np.random.Generator
     noisy, clean = [], []
     for clip in clips:
         if not 0 < samples <= len(clip.audio):
-            raise ValueError(f"samples must be in 1..{len(clip.audio)} for {clip.name}; "
-                             f"got {samples}.")
+            raise ValueError(
+                f"samples must be in 1..{len(clip.audio)} for {clip.name}; got {samples}."
+            )
         start = int(rng.integers(0, len(clip.audio) - samples + 1))
         noise = np.roll(clip.audio - clip.clean, int(rng.integers(0, len(clip.audio))))
-        clean.append(clip.clean[start:start + samples])
-        noisy.append((clip.clean + noise)[start:start + samples].astype(np.float32))
+        clean.append(clip.clean[start : start + samples])
+        noisy.append((clip.clean + noise)[start : start + samples].astype(np.float32))
     return stft(np.stack(noisy)), tf.constant(np.stack(clean), tf.float32)

@@ -53,6 +53,8 @@ VOICED_PHONES = frozenset(
     "b d g v dh z zh jh".split()  # voiced stops, fricatives and affricate
 )
 SILENT_PHONES = frozenset({"sil", "pau", "ssil"})
+
+
 @dataclass(frozen=True)
 class FrameLabels:
     """Labels for each centred frame. f0/F1/F2 are in Hz and 0 where they do not apply."""
@@ -70,8 +72,9 @@ class FrameLabels:
         arrays = {"voicing": self.voicing, "f0": self.f0, "f1": self.f1, "f2": self.f2}
         lengths = {k: np.shape(v) for k, v in arrays.items()}
         if any(len(s) != 1 for s in lengths.values()) or len(set(lengths.values())) != 1:
-            raise LabelError(f"voicing, f0, f1 and f2 must be 1-D arrays of one length; got "
-                             f"shapes {lengths}.")
+            raise LabelError(
+                f"voicing, f0, f1 and f2 must be 1-D arrays of one length; got shapes {lengths}."
+            )
         voicing = np.asarray(self.voicing)
         if not np.isin(voicing, [v.value for v in Voicing]).all():
             raise LabelError("voicing values must be 0 (silent), 1 (voiced) or 2 (unvoiced).")
@@ -79,8 +82,10 @@ class FrameLabels:
         f0 = np.asarray(self.f0)
         if not np.all(np.isfinite(f0)) or np.any(f0[voiced] <= 0):
             bad = np.flatnonzero(voiced & ~(f0 > 0))
-            raise LabelError(f"every voiced frame needs f0 > 0; frames {bad[:5].tolist()} have "
-                             f"f0 = {f0[bad[:5]].tolist()}.")
+            raise LabelError(
+                f"every voiced frame needs f0 > 0; frames {bad[:5].tolist()} have "
+                f"f0 = {f0[bad[:5]].tolist()}."
+            )
         for name in ("voicing", "f0", "f1", "f2"):
             dtype = np.int32 if name == "voicing" else np.float32
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=dtype))
@@ -108,31 +113,39 @@ class FrameLabels:
         """Raise ``LabelError`` unless these labels have one frame per centred frame of a clip
         with ``num_samples`` samples at this sample rate."""
         if sample_rate is not None and int(sample_rate) != self.sample_rate:
-            raise LabelError(f"labels were made at {self.sample_rate} Hz but the audio is at "
-                             f"{sample_rate} Hz.")
+            raise LabelError(
+                f"labels were made at {self.sample_rate} Hz but the audio is at {sample_rate} Hz."
+            )
         expected = num_frames(num_samples, self.hop_length)
         if expected != self.num_frames:
             raise LabelError(
                 f"labels have {self.num_frames} frames but audio of {num_samples} samples has "
                 f"{expected} frames (1 + samples // hop_length {self.hop_length}); expected the "
-                "labels of this clip.")
+                "labels of this clip."
+            )
 
     def slice(self, start: int, stop: int) -> FrameLabels:
         """The labels of frames ``start .. stop - 1`` (for an excerpt of the clip)."""
         if not 0 <= start < stop <= self.num_frames:
-            raise LabelError(f"frames {start}..{stop} are not inside these labels' "
-                             f"{self.num_frames} frames.")
-        return dataclasses.replace(self, **{name: getattr(self, name)[start:stop]
-                                            for name in ("voicing", "f0", "f1", "f2")})
+            raise LabelError(
+                f"frames {start}..{stop} are not inside these labels' {self.num_frames} frames."
+            )
+        return dataclasses.replace(
+            self,
+            **{name: getattr(self, name)[start:stop] for name in ("voicing", "f0", "f1", "f2")},
+        )
 
     def frame_times(self) -> np.ndarray:
         """Centre time of each frame, in seconds."""
         return np.arange(self.num_frames) * self.hop_length / self.sample_rate
 
 
-def labels_from_segments(segments: list[Segment], sample_rate: int = SAMPLE_RATE,
-                         hop_length: int = HOP_LENGTH, frame_length: int = FRAME_LENGTH
-                         ) -> FrameLabels:
+def labels_from_segments(
+    segments: list[Segment],
+    sample_rate: int = SAMPLE_RATE,
+    hop_length: int = HOP_LENGTH,
+    frame_length: int = FRAME_LENGTH,
+) -> FrameLabels:
     """Labels known by construction: each frame takes the segment its centre falls in."""
     bounds = segment_bounds(segments, sample_rate)
     total = bounds[-1][1]
@@ -144,8 +157,9 @@ def labels_from_segments(segments: list[Segment], sample_rate: int = SAMPLE_RATE
     f0 = np.array([segments[i].f0 for i in index])
     f1 = np.array([segments[i].f1 for i in index])
     f2 = np.array([segments[i].f2 for i in index])
-    return FrameLabels(voicing, f0, f1, f2, sample_rate, frame_length, hop_length,
-                       source="synthesizer")
+    return FrameLabels(
+        voicing, f0, f1, f2, sample_rate, frame_length, hop_length, source="synthesizer"
+    )
 
 
 def read_phone_alignment(path: str | Path) -> list[tuple[float, float, str]]:
@@ -159,8 +173,10 @@ def read_phone_alignment(path: str | Path) -> list[tuple[float, float, str]]:
             start, end, context = int(parts[0]), int(parts[1]), parts[2]
             phone = context.split("-", 1)[1].split("+", 1)[0]
         except (IndexError, ValueError) as error:
-            raise LabelError(f"{path}:{number}: expected 'start end context' with the phone "
-                             f"between '-' and '+'; got {line[:60]!r}.") from error
+            raise LabelError(
+                f"{path}:{number}: expected 'start end context' with the phone "
+                f"between '-' and '+'; got {line[:60]!r}."
+            ) from error
         rows.append((start * 1e-7, end * 1e-7, phone))
     if not rows:
         raise LabelError(f"{path} has no alignment lines.")
@@ -176,8 +192,15 @@ def write_frame_labels(labels: FrameLabels, path: str | Path) -> Path:
     float32, so ``read_frame_labels`` returns equal labels."""
     rows = [",".join(LABEL_COLUMNS)]
     for t in range(labels.num_frames):
-        rows.append(",".join([str(t), str(int(labels.voicing[t])),
-                              *(str(getattr(labels, name)[t]) for name in ("f0", "f1", "f2"))]))
+        rows.append(
+            ",".join(
+                [
+                    str(t),
+                    str(int(labels.voicing[t])),
+                    *(str(getattr(labels, name)[t]) for name in ("f0", "f1", "f2")),
+                ]
+            )
+        )
     path = Path(path)
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -192,18 +215,31 @@ def read_frame_labels(path: str | Path, source: str = "") -> FrameLabels:
         table = np.array([[float(x) for x in line.split(",")] for line in lines[1:]])
     except ValueError as error:
         raise LabelError(f"{path}: expected numbers in every row ({error}).") from error
-    if table.ndim != 2 or table.shape[1] != len(LABEL_COLUMNS) or len(table) == 0 \
-            or not np.array_equal(table[:, 0], np.arange(len(table))):
-        raise LabelError(f"{path}: expected one row of {len(LABEL_COLUMNS)} numbers for each "
-                         "frame 0, 1, 2, ... in order.")
-    return FrameLabels(table[:, 1].astype(np.int32), table[:, 2], table[:, 3], table[:, 4],
-                       source=source)
+    if (
+        table.ndim != 2
+        or table.shape[1] != len(LABEL_COLUMNS)
+        or len(table) == 0
+        or not np.array_equal(table[:, 0], np.arange(len(table)))
+    ):
+        raise LabelError(
+            f"{path}: expected one row of {len(LABEL_COLUMNS)} numbers for each "
+            "frame 0, 1, 2, ... in order."
+        )
+    return FrameLabels(
+        table[:, 1].astype(np.int32), table[:, 2], table[:, 3], table[:, 4], source=source
+    )
 
 
-def labels_from_alignment(alignment: list[tuple[float, float, str]], num_samples: int,
-                          f0: np.ndarray, f1: np.ndarray, f2: np.ndarray,
-                          sample_rate: int = SAMPLE_RATE, hop_length: int = HOP_LENGTH,
-                          frame_length: int = FRAME_LENGTH) -> FrameLabels:
+def labels_from_alignment(
+    alignment: list[tuple[float, float, str]],
+    num_samples: int,
+    f0: np.ndarray,
+    f1: np.ndarray,
+    f2: np.ndarray,
+    sample_rate: int = SAMPLE_RATE,
+    hop_length: int = HOP_LENGTH,
+    frame_length: int = FRAME_LENGTH,
+) -> FrameLabels:
     """Voicing from the phones, f0/F1/F2 from measured tracks (one value per frame).
 
     A frame inside a voiced phone where the pitch tracker finds no f0 (a stop closure, creak)
@@ -212,36 +248,55 @@ def labels_from_alignment(alignment: list[tuple[float, float, str]], num_samples
     n_frames = num_frames(num_samples, hop_length)
     for name, track in {"f0": f0, "f1": f1, "f2": f2}.items():
         if np.shape(track) != (n_frames,):
-            raise LabelError(f"{name} track has shape {np.shape(track)}; expected ({n_frames},) "
-                             f"for {num_samples} samples at hop {hop_length}.")
+            raise LabelError(
+                f"{name} track has shape {np.shape(track)}; expected ({n_frames},) "
+                f"for {num_samples} samples at hop {hop_length}."
+            )
     duration = num_samples / sample_rate
     if alignment[-1][1] < duration - 0.05 or alignment[-1][1] > duration + 0.05:
-        raise LabelError(f"the alignment ends at {alignment[-1][1]:.3f} s but the audio lasts "
-                         f"{duration:.3f} s; expected the alignment of this clip.")
+        raise LabelError(
+            f"the alignment ends at {alignment[-1][1]:.3f} s but the audio lasts "
+            f"{duration:.3f} s; expected the alignment of this clip."
+        )
     centres = np.arange(n_frames) * hop_length / sample_rate
     ends = np.array([end for _, end, _ in alignment])
-    phones = [alignment[i][2] for i in np.minimum(np.searchsorted(ends, centres, side="right"),
-                                                  len(alignment) - 1)]
+    phones = [
+        alignment[i][2]
+        for i in np.minimum(np.searchsorted(ends, centres, side="right"), len(alignment) - 1)
+    ]
     f0 = np.nan_to_num(np.asarray(f0, dtype=np.float64))
-    voicing = np.array([
-        Voicing.SILENT if p in SILENT_PHONES
-        else Voicing.VOICED if p in VOICED_PHONES and f > 0
-        else Voicing.UNVOICED
-        for p, f in zip(phones, f0)
-    ])
+    voicing = np.array(
+        [
+            Voicing.SILENT
+            if p in SILENT_PHONES
+            else Voicing.VOICED
+            if p in VOICED_PHONES and f > 0
+            else Voicing.UNVOICED
+            for p, f in zip(phones, f0)
+        ]
+    )
     speech = voicing != Voicing.SILENT
     voiced = voicing == Voicing.VOICED
-    return FrameLabels(voicing, np.where(voiced, f0, 0.0), np.where(speech, f1, 0.0),
-                       np.where(speech, f2, 0.0), sample_rate, frame_length, hop_length,
-                       source="phone alignment + pyin f0 + LPC formants")
+    return FrameLabels(
+        voicing,
+        np.where(voiced, f0, 0.0),
+        np.where(speech, f1, 0.0),
+        np.where(speech, f2, 0.0),
+        sample_rate,
+        frame_length,
+        hop_length,
+        source="phone alignment + pyin f0 + LPC formants",
+    )
 
 
 def confusion(known: FrameLabels, measured: FrameLabels) -> np.ndarray:
     """3x3 frame counts, rows the known class, columns the measured one, in ``Voicing``
     order (silent, voiced, unvoiced)."""
     if known.num_frames != measured.num_frames:
-        raise LabelError(f"known labels have {known.num_frames} frames, measured "
-                         f"{measured.num_frames}; expected labels of one clip.")
+        raise LabelError(
+            f"known labels have {known.num_frames} frames, measured "
+            f"{measured.num_frames}; expected labels of one clip."
+        )
     table = np.zeros((3, 3), dtype=int)
     np.add.at(table, (known.voicing, measured.voicing), 1)
     return table
@@ -284,13 +339,19 @@ MEASURED_SWITCH_PROB = 0.2
 # disagreements of ``arctic_a0009``: fitted to that clip, and untested on any other.
 VOICING_DECAY_DB = 6.0
 # FrameLabels.source of what labels_from_audio measures (and of labels stored from it)
-MEASURED_LABELS = ("measured: level above the clip's noise floor (hysteresis), pyin, "
-                   "spectral tilt, LPC")
+MEASURED_LABELS = (
+    "measured: level above the clip's noise floor (hysteresis), pyin, spectral tilt, LPC"
+)
 
 
-def pitch_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, hop_length: int = HOP_LENGTH,
-                fmin: float = 60.0, fmax: float = 400.0,
-                switch_prob: float = PYIN_SWITCH_PROB) -> tuple[np.ndarray, np.ndarray]:
+def pitch_track(
+    audio: np.ndarray,
+    sample_rate: int = SAMPLE_RATE,
+    hop_length: int = HOP_LENGTH,
+    fmin: float = 60.0,
+    fmax: float = 400.0,
+    switch_prob: float = PYIN_SWITCH_PROB,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(f0, voiced)`` per centred frame from ``librosa.pyin`` (f0 is 0 where unvoiced).
 
     ``switch_prob`` is pyin's prior probability that voicing changes from one frame to the
@@ -301,15 +362,27 @@ def pitch_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, hop_length: i
     check_sample_rate(sample_rate)
     if not 0.0 < switch_prob < 1.0:
         raise ValueError(f"switch_prob must be a probability in (0, 1); got {switch_prob!r}.")
-    f0, voiced, _ = librosa.pyin(np.asarray(audio, dtype=np.float32), fmin=fmin, fmax=fmax,
-                                 sr=sample_rate, frame_length=1024, hop_length=hop_length,
-                                 center=True, pad_mode="constant", switch_prob=switch_prob)
+    f0, voiced, _ = librosa.pyin(
+        np.asarray(audio, dtype=np.float32),
+        fmin=fmin,
+        fmax=fmax,
+        sr=sample_rate,
+        frame_length=1024,
+        hop_length=hop_length,
+        center=True,
+        pad_mode="constant",
+        switch_prob=switch_prob,
+    )
     return np.where(voiced, np.nan_to_num(f0), 0.0), voiced
 
 
-def formant_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
-                  frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH,
-                  order: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def formant_track(
+    audio: np.ndarray,
+    sample_rate: int = SAMPLE_RATE,
+    frame_length: int = FRAME_LENGTH,
+    hop_length: int = HOP_LENGTH,
+    order: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(F1, F2)`` per centred frame from LPC roots (0 where no two formants are found)."""
     check_audio(audio)
     audio = np.asarray(audio, dtype=np.float64)
@@ -333,8 +406,9 @@ def formant_track(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
     return f1, f2
 
 
-def trim_voicing_decay(voiced: np.ndarray, levels_db: np.ndarray,
-                       decay_db: float = VOICING_DECAY_DB) -> np.ndarray:
+def trim_voicing_decay(
+    voiced: np.ndarray, levels_db: np.ndarray, decay_db: float = VOICING_DECAY_DB
+) -> np.ndarray:
     """``voiced`` without the decay at the end of each voiced stretch: its last frames, as
     long as each is at least ``decay_db`` below the frame before it (the first frame of a
     stretch always stays).
@@ -348,8 +422,10 @@ def trim_voicing_decay(voiced: np.ndarray, levels_db: np.ndarray,
     voiced = np.asarray(voiced, dtype=bool)
     levels_db = np.asarray(levels_db, dtype=np.float64)
     if voiced.shape != levels_db.shape or voiced.ndim != 1:
-        raise LabelError(f"voiced has shape {voiced.shape} and levels_db {levels_db.shape}; "
-                         "expected two 1-D arrays of one value per frame.")
+        raise LabelError(
+            f"voiced has shape {voiced.shape} and levels_db {levels_db.shape}; "
+            "expected two 1-D arrays of one value per frame."
+        )
     if not (np.isfinite(decay_db) and decay_db > 0):
         raise LabelError(f"decay_db must be a positive number of dB; got {decay_db!r}.")
     trimmed = voiced.copy()
@@ -364,9 +440,13 @@ def trim_voicing_decay(voiced: np.ndarray, levels_db: np.ndarray,
     return trimmed
 
 
-def speech_frames(levels_db: np.ndarray, on_db: float = SPEECH_ON_DB,
-                  off_db: float = SPEECH_OFF_DB, min_pause_frames: int = MIN_PAUSE_FRAMES,
-                  silence_db: float = 20 * float(np.log10(SILENCE_RMS))) -> np.ndarray:
+def speech_frames(
+    levels_db: np.ndarray,
+    on_db: float = SPEECH_ON_DB,
+    off_db: float = SPEECH_OFF_DB,
+    min_pause_frames: int = MIN_PAUSE_FRAMES,
+    silence_db: float = 20 * float(np.log10(SILENCE_RMS)),
+) -> np.ndarray:
     """Which frames are speech, from per-frame levels in dB, relative to the clip's own noise
     floor (the ``FLOOR_PERCENTILE``-th percentile of its levels), with hysteresis.
 
@@ -411,9 +491,12 @@ def speech_frames(levels_db: np.ndarray, on_db: float = SPEECH_ON_DB,
     return speech
 
 
-def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
-                      silence_rms: float = SILENCE_RMS,
-                      voicing_decay_db: float | None = VOICING_DECAY_DB) -> FrameLabels:
+def labels_from_audio(
+    audio: np.ndarray,
+    sample_rate: int = SAMPLE_RATE,
+    silence_rms: float = SILENCE_RMS,
+    voicing_decay_db: float | None = VOICING_DECAY_DB,
+) -> FrameLabels:
     """Measure labels for any recording: silence relative to the clip's own noise floor with
     hysteresis (``speech_frames``; ``silence_rms`` stays an absolute floor), voicing where
     pyin finds an f0 (switch prior ``MEASURED_SWITCH_PROB``), the energy above the noise
@@ -427,10 +510,12 @@ def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
     check_sample_rate(sample_rate)
     audio = np.asarray(audio, dtype=np.float32)
     if len(audio) < FRAME_LENGTH:
-        raise AudioError(f"audio has {len(audio)} samples; expected at least {FRAME_LENGTH} "
-                         "(one frame) to measure pitch.")
+        raise AudioError(
+            f"audio has {len(audio)} samples; expected at least {FRAME_LENGTH} "
+            "(one frame) to measure pitch."
+        )
     frames = frame_array(audio)  # (frames, FRAME_LENGTH), float64
-    levels_db = 10 * np.log10(np.mean(frames ** 2, axis=1) + 1e-20)
+    levels_db = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-20)
     f0, voiced = pitch_track(audio, sample_rate, switch_prob=MEASURED_SWITCH_PROB)
     f1, f2 = formant_track(audio, sample_rate)
     window = hann_window(FRAME_LENGTH, tf.float64).numpy()
@@ -438,17 +523,24 @@ def labels_from_audio(audio: np.ndarray, sample_rate: int = SAMPLE_RATE,
     # the tilt of what rises above each bin's noise floor, so stationary noise does not tilt it
     power = np.maximum(power - np.percentile(power, FLOOR_PERCENTILE, axis=1, keepdims=True), 0)
     freqs = np.fft.rfftfreq(FRAME_LENGTH, 1.0 / sample_rate)
-    tilt_db = 10 * np.log10((power[freqs < 1000].sum(0) + 1e-12)
-                            / (power[freqs >= 2000].sum(0) + 1e-12))
+    tilt_db = 10 * np.log10(
+        (power[freqs < 1000].sum(0) + 1e-12) / (power[freqs >= 2000].sum(0) + 1e-12)
+    )
     speech = speech_frames(levels_db, silence_db=20 * float(np.log10(silence_rms)))
     loud = np.percentile(levels_db, 95)
-    is_voiced = (voiced & (f0 > 0) & (tilt_db > VOICED_TILT_DB)
-                 & (levels_db > loud - VOICED_BELOW_PEAK_DB))
+    is_voiced = (
+        voiced & (f0 > 0) & (tilt_db > VOICED_TILT_DB) & (levels_db > loud - VOICED_BELOW_PEAK_DB)
+    )
     if voicing_decay_db is not None:
         is_voiced = trim_voicing_decay(is_voiced, levels_db, voicing_decay_db)
-    voicing = np.where(~speech, Voicing.SILENT,
-                       np.where(is_voiced, Voicing.VOICED, Voicing.UNVOICED))
+    voicing = np.where(
+        ~speech, Voicing.SILENT, np.where(is_voiced, Voicing.VOICED, Voicing.UNVOICED)
+    )
     speech = voicing != Voicing.SILENT
-    return FrameLabels(voicing, np.where(voicing == Voicing.VOICED, f0, 0.0),
-                       np.where(speech, f1, 0.0), np.where(speech, f2, 0.0),
-                       source=MEASURED_LABELS)
+    return FrameLabels(
+        voicing,
+        np.where(voicing == Voicing.VOICED, f0, 0.0),
+        np.where(speech, f1, 0.0),
+        np.where(speech, f2, 0.0),
+        source=MEASURED_LABELS,
+    )

@@ -34,13 +34,23 @@ NOISE_FAMILIES: dict[str, str] = {
 
 # Peterson & Barney adult male averages (F1, F2, F3 in Hz), ten English vowels.
 VOWEL_FORMANTS: tuple[tuple[float, float, float], ...] = (
-    (270, 2290, 3010), (390, 1990, 2550), (530, 1840, 2480), (660, 1720, 2410),
-    (730, 1090, 2440), (570, 840, 2410), (440, 1020, 2240), (300, 870, 2240),
-    (640, 1190, 2390), (490, 1350, 1690),
+    (270, 2290, 3010),
+    (390, 1990, 2550),
+    (530, 1840, 2480),
+    (660, 1720, 2410),
+    (730, 1090, 2440),
+    (570, 840, 2410),
+    (440, 1020, 2240),
+    (300, 870, 2240),
+    (640, 1190, 2390),
+    (490, 1350, 1690),
 )
 # Fricative noise resonances (Hz): s, sh, f, th-like.
 FRICATIVE_RESONANCES: tuple[tuple[float, float], ...] = (
-    (4500, 6500), (2500, 4000), (3500, 7000), (5000, 7200),
+    (4500, 6500),
+    (2500, 4000),
+    (3500, 7000),
+    (5000, 7200),
 )
 
 
@@ -52,8 +62,9 @@ def _unit_rms(x: np.ndarray) -> np.ndarray:
     return (x / max(float(np.sqrt(np.mean(np.square(x)))), 1e-12)).astype(np.float32)
 
 
-def _coloured(num_samples: int, rng: np.random.Generator, exponent: float,
-              sample_rate: int) -> np.ndarray:
+def _coloured(
+    num_samples: int, rng: np.random.Generator, exponent: float, sample_rate: int
+) -> np.ndarray:
     """White noise shaped to a ``1/f**exponent`` power spectrum (flat below 20 Hz)."""
     spectrum = np.fft.rfft(rng.standard_normal(num_samples))
     freqs = np.fft.rfftfreq(num_samples, 1.0 / sample_rate)
@@ -105,13 +116,14 @@ def bursts(num_samples: int, seed: int, sample_rate: int = SAMPLE_RATE) -> np.nd
         envelope[:edge] *= ramp
         envelope[-edge:] *= ramp[::-1]
         stop = min(position + length, n)
-        gate[position:stop] = np.maximum(gate[position:stop], envelope[:stop - position])
+        gate[position:stop] = np.maximum(gate[position:stop], envelope[: stop - position])
         position = stop + int(rng.uniform(0.05, 0.3) * sample_rate)
     return _unit_rms(gate * rng.standard_normal(n))
 
 
-def random_utterance(seed: int, duration: float, sample_rate: int = SAMPLE_RATE
-                     ) -> tuple[Segment, ...]:
+def random_utterance(
+    seed: int, duration: float, sample_rate: int = SAMPLE_RATE
+) -> tuple[Segment, ...]:
     """Segments of a speech-like clip of ``duration`` seconds: short pauses at both ends and
     in between, vowels (random Peterson & Barney vowel, f0 around a talker's own 90-220 Hz)
     and fricatives. Render with ``helpers.audio.synthesize``."""
@@ -124,17 +136,28 @@ def random_utterance(seed: int, duration: float, sample_rate: int = SAMPLE_RATE
     left = duration - segments[0].duration - end_pause
     while left > 0.05:
         kind = rng.choice(["voiced", "voiced", "voiced", "unvoiced", "silent"])
-        length = round(min(left, rng.uniform(0.12, 0.3) if kind == "voiced"
-                           else rng.uniform(0.06, 0.18)), 3)
+        length = round(
+            min(left, rng.uniform(0.12, 0.3) if kind == "voiced" else rng.uniform(0.06, 0.18)), 3
+        )
         if kind == "voiced":
             f1, f2, f3 = VOWEL_FORMANTS[int(rng.integers(len(VOWEL_FORMANTS)))]
             f0 = round(talker_f0 * rng.uniform(0.85, 1.15), 1)
-            segments.append(Segment("voiced", length, f0=f0, f1=f1, f2=f2, f3=f3,
-                                    level=round(rng.uniform(0.05, 0.15), 3)))
+            segments.append(
+                Segment(
+                    "voiced",
+                    length,
+                    f0=f0,
+                    f1=f1,
+                    f2=f2,
+                    f3=f3,
+                    level=round(rng.uniform(0.05, 0.15), 3),
+                )
+            )
         elif kind == "unvoiced":
             f1, f2 = FRICATIVE_RESONANCES[int(rng.integers(len(FRICATIVE_RESONANCES)))]
-            segments.append(Segment("unvoiced", length, f1=f1, f2=f2,
-                                    level=round(rng.uniform(0.015, 0.04), 3)))
+            segments.append(
+                Segment("unvoiced", length, f1=f1, f2=f2, level=round(rng.uniform(0.015, 0.04), 3))
+            )
         else:
             segments.append(Segment("silent", length, level=0.0))
         left -= length
@@ -150,21 +173,29 @@ def babble(num_samples: int, seed: int, sample_rate: int = SAMPLE_RATE) -> np.nd
     out = np.zeros(n)
     for _ in range(int(rng.integers(4, 7))):
         talker_seed = int(rng.integers(1 << 31))
-        talker = synthesize(list(random_utterance(talker_seed, 2.0, sample_rate)),
-                            seed=talker_seed, sample_rate=sample_rate).astype(np.float64)
+        talker = synthesize(
+            list(random_utterance(talker_seed, 2.0, sample_rate)),
+            seed=talker_seed,
+            sample_rate=sample_rate,
+        ).astype(np.float64)
         talker = np.tile(talker, n // len(talker) + 2)
         start = int(rng.integers(0, len(talker) - n))
-        out += _unit_rms(talker[start:start + n]) * 10 ** (rng.uniform(-6, 0) / 20)
+        out += _unit_rms(talker[start : start + n]) * 10 ** (rng.uniform(-6, 0) / 20)
     return _unit_rms(out)
 
 
 _MAKERS: dict[str, Callable[..., np.ndarray]] = {
-    "pink": pink, "brown": brown, "hum": hum, "bursts": bursts, "babble": babble,
+    "pink": pink,
+    "brown": brown,
+    "hum": hum,
+    "bursts": bursts,
+    "babble": babble,
 }
 
 
-def make_noise(family: str, num_samples: int, seed: int, sample_rate: int = SAMPLE_RATE
-               ) -> np.ndarray:
+def make_noise(
+    family: str, num_samples: int, seed: int, sample_rate: int = SAMPLE_RATE
+) -> np.ndarray:
     """``num_samples`` of noise of one family (see ``NOISE_FAMILIES``), unit RMS, float32."""
     check_choice(family, NOISE_FAMILIES, "noise family")
     return _MAKERS[family](num_samples, check_int(seed, "seed"), sample_rate)
@@ -175,7 +206,7 @@ def mix(clean: np.ndarray, noise: np.ndarray, snr_db: float) -> np.ndarray:
     clean, noise = matched_pair(clean, noise, ("clean", "noise"))
     if not np.isfinite(snr_db):
         raise ValueError(f"snr_db must be a finite number; got {snr_db!r}.")
-    signal_power, noise_power = np.mean(clean ** 2), np.mean(noise ** 2)
+    signal_power, noise_power = np.mean(clean**2), np.mean(noise**2)
     if signal_power == 0 or noise_power == 0:
         raise AudioError("cannot set an SNR with a silent clean clip or silent noise.")
     gain = np.sqrt(signal_power / noise_power / 10 ** (snr_db / 10))

@@ -44,8 +44,9 @@ class AudioError(ValueError):
 
 
 @_plain_python
-def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,), *,
-                values: bool = True) -> None:
+def check_audio(
+    audio, name: str = "audio", ranks: tuple[int, ...] = (1,), *, values: bool = True
+) -> None:
     """Raise ``AudioError`` unless ``audio`` is non-empty, finite, real audio of an allowed rank.
 
     ``ranks=(1,)`` means ``(samples,)``; ``(1, 2)`` also allows ``(batch, samples)``.
@@ -53,16 +54,21 @@ def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,), *,
     """
     shape = tuple(audio.shape) if hasattr(audio, "shape") else np.shape(audio)
     if len(shape) not in ranks:
-        expected = " or ".join({1: "(samples,)", 2: "(batch, samples)"}.get(r, f"rank {r}")
-                               for r in ranks)
-        raise AudioError(f"{name} must have shape {expected}; got shape {shape}. "
-                         "Stereo or multi-channel audio: mix it down to mono first.")
+        expected = " or ".join(
+            {1: "(samples,)", 2: "(batch, samples)"}.get(r, f"rank {r}") for r in ranks
+        )
+        raise AudioError(
+            f"{name} must have shape {expected}; got shape {shape}. "
+            "Stereo or multi-channel audio: mix it down to mono first."
+        )
     if 0 in shape:
         raise AudioError(f"{name} is empty (shape {shape}); expected at least one sample.")
     dtype = tf.as_dtype(audio.dtype) if hasattr(audio, "dtype") else tf.float64
     if not dtype.is_floating:
-        raise AudioError(f"{name} must be floating point in [-1, 1]; got dtype {dtype.name}. "
-                         "Convert integer PCM with load_audio or divide by 32768.")
+        raise AudioError(
+            f"{name} must be floating point in [-1, 1]; got dtype {dtype.name}. "
+            "Convert integer PCM with load_audio or divide by 32768."
+        )
     if not values or tf.is_symbolic_tensor(audio):
         return  # inside tf.function: shape and dtype are checked, values exist only at run time
     values = audio.numpy() if hasattr(audio, "numpy") else np.asarray(audio)
@@ -70,20 +76,25 @@ def check_audio(audio, name: str = "audio", ranks: tuple[int, ...] = (1,), *,
     if not finite.any():
         raise AudioError(f"{name} is all NaN/inf; expected finite samples.")
     if not finite.all():
-        raise AudioError(f"{name} has {int((~finite).sum())} NaN/inf samples; expected finite "
-                         "samples (find where they came from before training on them).")
+        raise AudioError(
+            f"{name} has {int((~finite).sum())} NaN/inf samples; expected finite "
+            "samples (find where they came from before training on them)."
+        )
 
 
 def check_sample_rate(sample_rate: int, expected: int = SAMPLE_RATE, what: str = "audio") -> None:
     """Raise ``AudioError`` unless ``sample_rate`` is the rate the course works at."""
     if int(sample_rate) != int(expected):
-        raise AudioError(f"{what} has sample rate {sample_rate} Hz; expected {expected} Hz. "
-                         f"Resample first, e.g. librosa.resample(y, orig_sr={sample_rate}, "
-                         f"target_sr={expected}).")
+        raise AudioError(
+            f"{what} has sample rate {sample_rate} Hz; expected {expected} Hz. "
+            f"Resample first, e.g. librosa.resample(y, orig_sr={sample_rate}, "
+            f"target_sr={expected})."
+        )
 
 
-def load_audio(path: str | Path, expected_sample_rate: int | None = SAMPLE_RATE
-               ) -> tuple[np.ndarray, int]:
+def load_audio(
+    path: str | Path, expected_sample_rate: int | None = SAMPLE_RATE
+) -> tuple[np.ndarray, int]:
     """Read a mono WAV file as float32 in [-1, 1]; returns ``(audio, sample_rate)``."""
     path = Path(path)
     if not path.exists():
@@ -123,8 +134,9 @@ def frame(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH)
     return tf.signal.frame(padded, frame_length, hop_length, pad_end=False)
 
 
-def frame_array(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
-                ) -> np.ndarray:
+def frame_array(
+    audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
+) -> np.ndarray:
     """``frame``'s centred frames ``(frames, frame_length)`` of ``(samples,)`` audio as a
     float64 NumPy array (a read-only view), for measuring levels and spectra in NumPy."""
     _check_frame_params(frame_length, hop_length)
@@ -134,8 +146,9 @@ def frame_array(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_L
 
 
 @_plain_python
-def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
-                window: str | None = "hann") -> tf.Tensor:
+def overlap_add(
+    frames, hop_length: int = HOP_LENGTH, length: int | None = None, window: str | None = "hann"
+) -> tf.Tensor:
     """Rebuild audio from centred frames with ``tf.signal.overlap_and_add``.
 
     With ``window="hann"`` each frame is multiplied by a periodic Hann window and the sum is
@@ -144,18 +157,23 @@ def overlap_add(frames, hop_length: int = HOP_LENGTH, length: int | None = None,
     """
     frames = tf.convert_to_tensor(frames, dtype=tf.float32)
     if frames.shape.rank not in (2, 3):
-        raise AudioError(f"frames must have shape (frames, frame_length) or (batch, frames, "
-                         f"frame_length); got shape {tuple(frames.shape)}.")
+        raise AudioError(
+            f"frames must have shape (frames, frame_length) or (batch, frames, "
+            f"frame_length); got shape {tuple(frames.shape)}."
+        )
     frame_length = int(frames.shape[-1])
     _check_frame_params(frame_length, hop_length)
     if check_choice(window, ("hann", None), "window") == "hann":
         if hop_length > frame_length // 2:
-            raise AudioError(f"hop_length {hop_length} leaves gaps for a Hann window of "
-                             f"{frame_length}; use hop_length <= {frame_length // 2}.")
+            raise AudioError(
+                f"hop_length {hop_length} leaves gaps for a Hann window of "
+                f"{frame_length}; use hop_length <= {frame_length // 2}."
+            )
         w = hann_window(frame_length)
         summed = tf.signal.overlap_and_add(frames * w, hop_length)
-        coverage = tf.signal.overlap_and_add(tf.tile(w[None, :], [tf.shape(frames)[-2], 1]),
-                                             hop_length)
+        coverage = tf.signal.overlap_and_add(
+            tf.tile(w[None, :], [tf.shape(frames)[-2], 1]), hop_length
+        )
         audio = summed / tf.maximum(coverage, 1e-3)
     else:
         audio = tf.signal.overlap_and_add(frames, hop_length)
@@ -185,8 +203,9 @@ def stft(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH) 
     audio = tf.convert_to_tensor(audio, dtype=tf.float32)
     half = frame_length // 2
     padded = tf.pad(audio, [[0, 0]] * (audio.shape.rank - 1) + [[half, half]])
-    return tf.signal.stft(padded, frame_length, hop_length, fft_length=frame_length,
-                          window_fn=hann_window)
+    return tf.signal.stft(
+        padded, frame_length, hop_length, fft_length=frame_length, window_fn=hann_window
+    )
 
 
 @_plain_python
@@ -204,29 +223,39 @@ def istft(spectrum, length: int, hop_length: int = HOP_LENGTH) -> tf.Tensor:
     """
     spectrum = tf.convert_to_tensor(spectrum)
     if not spectrum.dtype.is_complex:
-        raise AudioError(f"spectrum must be complex (from stft); got dtype {spectrum.dtype.name}."
-                         " To apply a real mask: istft(tf.cast(mask, tf.complex64) * spectrum, "
-                         "length).")
+        raise AudioError(
+            f"spectrum must be complex (from stft); got dtype {spectrum.dtype.name}."
+            " To apply a real mask: istft(tf.cast(mask, tf.complex64) * spectrum, "
+            "length)."
+        )
     if spectrum.shape.rank not in (2, 3):
-        raise AudioError(f"spectrum must have shape (frames, bins) or (batch, frames, bins); "
-                         f"got shape {tuple(spectrum.shape)}.")
+        raise AudioError(
+            f"spectrum must have shape (frames, bins) or (batch, frames, bins); "
+            f"got shape {tuple(spectrum.shape)}."
+        )
     frame_length = 2 * (int(spectrum.shape[-1]) - 1)
     _check_frame_params(frame_length, hop_length)
     if hop_length > frame_length // 2:
-        raise AudioError(f"hop_length {hop_length} leaves gaps for a Hann window of "
-                         f"{frame_length}; use hop_length <= {frame_length // 2}.")
+        raise AudioError(
+            f"hop_length {hop_length} leaves gaps for a Hann window of "
+            f"{frame_length}; use hop_length <= {frame_length // 2}."
+        )
     frames, half = spectrum.shape[-2], frame_length // 2
     if frames is not None and not 0 < length <= (frames - 1) * hop_length + half:
-        raise AudioError(f"asked for {length} samples but {frames} frames cover "
-                         f"{(frames - 1) * hop_length + half}; expected the clip length that "
-                         "stft was given.")
-    audio = tf.signal.inverse_stft(spectrum, frame_length, hop_length, fft_length=frame_length,
-                                   window_fn=hann_window)
+        raise AudioError(
+            f"asked for {length} samples but {frames} frames cover "
+            f"{(frames - 1) * hop_length + half}; expected the clip length that "
+            "stft was given."
+        )
+    audio = tf.signal.inverse_stft(
+        spectrum, frame_length, hop_length, fft_length=frame_length, window_fn=hann_window
+    )
     window = hann_window(frame_length)
     coverage = tf.signal.overlap_and_add(
-        tf.tile(tf.square(window)[None, :], [tf.shape(spectrum)[-2], 1]), hop_length)
+        tf.tile(tf.square(window)[None, :], [tf.shape(spectrum)[-2], 1]), hop_length
+    )
     audio = audio / tf.maximum(coverage, 1e-8)
-    return audio[..., half:half + length]
+    return audio[..., half : half + length]
 
 
 @_plain_python
@@ -238,8 +267,9 @@ def log_compress(power, eps: float = LOG_EPS) -> tf.Tensor:
     return 0.5 * tf.math.log(power + eps**2)
 
 
-def stft_magnitude(audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
-                   ) -> tf.Tensor:
+def stft_magnitude(
+    audio, frame_length: int = FRAME_LENGTH, hop_length: int = HOP_LENGTH
+) -> tf.Tensor:
     """``|stft(audio)|``, ``(..., frames, frame_length // 2 + 1)``."""
     return tf.abs(stft(audio, frame_length, hop_length))
 
@@ -257,21 +287,27 @@ def level_change_db(before, after, frames) -> float:
     if isinstance(before, (np.ndarray, tf.Tensor)):
         before, after, frames = [before], [after], [frames]
     if not len(before) == len(after) == len(frames) > 0:
-        raise ValueError("level_change_db needs as many clips after as before, one frame mask "
-                         f"each; got {len(before)}, {len(after)} and {len(frames)}.")
+        raise ValueError(
+            "level_change_db needs as many clips after as before, one frame mask "
+            f"each; got {len(before)}, {len(after)} and {len(frames)}."
+        )
     energy_before = energy_after = 0.0
     for first, second, chosen in zip(before, after, frames):
         first, second = matched_pair(first, second, ("before", "after"))
         chosen = np.asarray(chosen)
         if chosen.dtype != bool or chosen.shape != (num_frames(len(first)),):
-            raise ValueError(f"frames must be a boolean mask of the clip's "
-                             f"{num_frames(len(first))} frames; got {chosen.dtype} "
-                             f"{chosen.shape}.")
+            raise ValueError(
+                f"frames must be a boolean mask of the clip's "
+                f"{num_frames(len(first))} frames; got {chosen.dtype} "
+                f"{chosen.shape}."
+            )
         energy_after += frame_energies(second)[chosen].sum()
         energy_before += frame_energies(first)[chosen].sum()
     if energy_before <= 0:
-        raise ValueError("level_change_db needs chosen frames with energy before; the chosen "
-                         "frames are empty or silent.")
+        raise ValueError(
+            "level_change_db needs chosen frames with energy before; the chosen "
+            "frames are empty or silent."
+        )
     return float(10 * np.log10(energy_after / energy_before))
 
 
@@ -284,8 +320,10 @@ def matched_pair(first, second, names: tuple[str, str]) -> tuple[np.ndarray, np.
     first = np.asarray(first, dtype=np.float64)
     second = np.asarray(second, dtype=np.float64)
     if first.shape != second.shape:
-        raise AudioError(f"{names[0]} and {names[1]} must have the same shape; got "
-                         f"{first.shape} and {second.shape}.")
+        raise AudioError(
+            f"{names[0]} and {names[1]} must have the same shape; got "
+            f"{first.shape} and {second.shape}."
+        )
     return first, second
 
 
@@ -293,7 +331,7 @@ def snr_db(clean, noisy) -> float:
     """Signal-to-noise ratio of ``noisy`` against ``clean``, in dB."""
     clean, noisy = matched_pair(clean, noisy, ("clean", "noisy"))
     noise = np.sum((noisy - clean) ** 2)
-    signal = np.sum(clean ** 2)
+    signal = np.sum(clean**2)
     if signal == 0:
         raise AudioError("clean is silent, so SNR is undefined; expected a clip with signal.")
     return float("inf") if noise == 0 else float(10 * np.log10(signal / noise))
@@ -303,5 +341,6 @@ def _check_frame_params(frame_length: int, hop_length: int) -> None:
     if frame_length <= 0 or frame_length % 2:
         raise AudioError(f"frame_length must be a positive even number; got {frame_length}.")
     if not 0 < hop_length <= frame_length:
-        raise AudioError(f"hop_length must be in 1..frame_length ({frame_length}); "
-                         f"got {hop_length}.")
+        raise AudioError(
+            f"hop_length must be in 1..frame_length ({frame_length}); got {hop_length}."
+        )

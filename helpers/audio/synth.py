@@ -41,11 +41,15 @@ class Segment:
         if self.duration <= 0:
             raise ValueError(f"segment duration must be positive; got {self.duration}.")
         if self.kind == "voiced" and not (self.f0 > 0 and 0 < self.f1 < self.f2):
-            raise ValueError(f"a voiced segment needs f0 > 0 and 0 < F1 < F2; got f0={self.f0}, "
-                             f"F1={self.f1}, F2={self.f2}.")
+            raise ValueError(
+                f"a voiced segment needs f0 > 0 and 0 < F1 < F2; got f0={self.f0}, "
+                f"F1={self.f1}, F2={self.f2}."
+            )
         if self.kind == "unvoiced" and not 0 < self.f1 < self.f2:
-            raise ValueError("an unvoiced segment needs its two noise resonances 0 < F1 < F2; "
-                             f"got F1={self.f1}, F2={self.f2}.")
+            raise ValueError(
+                "an unvoiced segment needs its two noise resonances 0 < F1 < F2; "
+                f"got F1={self.f1}, F2={self.f2}."
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,8 +79,9 @@ def silence(duration: float) -> Segment:
     return Segment("silent", duration, level=0.0)
 
 
-def segment_bounds(segments: list[Segment], sample_rate: int = SAMPLE_RATE
-                   ) -> list[tuple[int, int]]:
+def segment_bounds(
+    segments: list[Segment], sample_rate: int = SAMPLE_RATE
+) -> list[tuple[int, int]]:
     """Sample ranges ``[start, end)`` of each segment (rounded cumulative durations)."""
     edges = np.round(np.cumsum([0.0] + [s.duration for s in segments]) * sample_rate).astype(int)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
@@ -125,12 +130,14 @@ def _vowel_samples(seg: Segment, n: int, sample_rate: int, rng: np.random.Genera
             gain = gain * np.abs(response)
     phases = rng.uniform(0, 2 * np.pi, size=harmonics.size)
     t = np.arange(n) / sample_rate
-    return np.sum(gain[:, None] * np.sin(2 * np.pi * freqs[:, None] * t[None, :]
-                                         + phases[:, None]), axis=0)
+    return np.sum(
+        gain[:, None] * np.sin(2 * np.pi * freqs[:, None] * t[None, :] + phases[:, None]), axis=0
+    )
 
 
-def _fricative_samples(seg: Segment, n: int, sample_rate: int,
-                       rng: np.random.Generator) -> np.ndarray:
+def _fricative_samples(
+    seg: Segment, n: int, sample_rate: int, rng: np.random.Generator
+) -> np.ndarray:
     noise = rng.standard_normal(n + 512)  # 512 extra samples let the filters settle
     highpass = signal.butter(4, 1500.0, btype="highpass", fs=sample_rate, output="sos")
     shaped = signal.sosfilt(highpass, noise)
@@ -147,5 +154,5 @@ def _fades(n: int, sample_rate: int) -> np.ndarray:
     if k > 0:
         ramp = 0.5 - 0.5 * np.cos(np.pi * np.arange(k) / k)
         envelope[:k] = ramp
-        envelope[n - k:] = ramp[::-1]
+        envelope[n - k :] = ramp[::-1]
     return envelope

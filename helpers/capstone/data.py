@@ -48,8 +48,24 @@ CAPSTONE_HELD_BACK_SECONDS = 1.6
 # Two training talkers per 16 Hz band of talker f0 from 90 to 220 Hz (the range
 # random_utterance draws from), each with voiced, unvoiced and silent frames: a model trained
 # on low voices only fails on high ones (tests/test_capstone_data.py checks the coverage).
-CAPSTONE_TRAIN_SEEDS: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004, 1005, 1008, 1011, 1012,
-                                         1025, 1029, 1031, 1032, 1034, 1048, 1050)
+CAPSTONE_TRAIN_SEEDS: tuple[int, ...] = (
+    1000,
+    1001,
+    1002,
+    1003,
+    1004,
+    1005,
+    1008,
+    1011,
+    1012,
+    1025,
+    1029,
+    1031,
+    1032,
+    1034,
+    1048,
+    1050,
+)
 CAPSTONE_HELD_BACK_SEEDS: tuple[int, ...] = (2006, 2007, 2010)  # each has all three kinds
 TRAIN_NOISE_SEED = 3000
 HELD_BACK_NOISE_SEED = 5000
@@ -62,8 +78,7 @@ def _fixed_length(audio: np.ndarray, seconds: float) -> np.ndarray:
 
 
 def capstone_utterance(seed: int, seconds: float) -> tuple[np.ndarray, FrameLabels]:
-    """A ``random_utterance`` rendered to exactly ``seconds``, with its labels by construction.
-    """
+    """A ``random_utterance`` rendered to exactly ``seconds``, with its labels by construction."""
     segments = list(random_utterance(seed, seconds))
     audio = _fixed_length(synthesize(segments, seed=seed), seconds)
     return audio, capstone_labels(seed, seconds)
@@ -77,8 +92,10 @@ def capstone_labels(seed: int, seconds: float) -> FrameLabels:
     n = num_frames(int(round(seconds * SAMPLE_RATE)))
     if labels.num_frames < n:  # rounding left the last frame outside the segments: silence
         pad = n - labels.num_frames
-        labels = dataclasses.replace(labels, **{k: np.pad(getattr(labels, k), (0, pad))
-                                                for k in ("voicing", "f0", "f1", "f2")})
+        labels = dataclasses.replace(
+            labels,
+            **{k: np.pad(getattr(labels, k), (0, pad)) for k in ("voicing", "f0", "f1", "f2")},
+        )
     labels = labels.slice(0, n)
     labels.check_fits(int(round(seconds * SAMPLE_RATE)))
     return labels
@@ -95,8 +112,11 @@ def train_noise(family: str, instance: int = 0) -> np.ndarray:
 
     index = list(NOISE_FAMILIES).index(check_choice(family, NOISE_FAMILIES, "noise family"))
     check_int(instance, "instance", 0, TRAIN_NOISE_INSTANCES - 1)
-    return make_noise(family, int(TRAIN_NOISE_SECONDS * SAMPLE_RATE),
-                      TRAIN_NOISE_SEED + 10 * int(instance) + index)
+    return make_noise(
+        family,
+        int(TRAIN_NOISE_SECONDS * SAMPLE_RATE),
+        TRAIN_NOISE_SEED + 10 * int(instance) + index,
+    )
 
 
 def held_back_noise_seed(utterance_index: int, family: str) -> int:
@@ -109,8 +129,9 @@ def capstone_manifest() -> dict:
     """The ``capstone`` part of ``data/manifest.json``: utterances, mixtures, weights."""
     data = read_manifest()
     if "capstone" not in data:
-        raise FileNotFoundError(f"{DATA_DIR / 'manifest.json'} has no capstone part; run "
-                                "python scripts/make_data.py")
+        raise FileNotFoundError(
+            f"{DATA_DIR / 'manifest.json'} has no capstone part; run python scripts/make_data.py"
+        )
     return data["capstone"]
 
 
@@ -119,8 +140,11 @@ def capstone_training_set() -> list[Clip]:
     out = []
     for entry in capstone_manifest()["train"]:
         audio, _ = load_audio(DATA_DIR / entry["file"])
-        out.append(_clean_clip(entry["name"], audio,
-                               capstone_labels(entry["seed"], CAPSTONE_TRAIN_SECONDS)))
+        out.append(
+            _clean_clip(
+                entry["name"], audio, capstone_labels(entry["seed"], CAPSTONE_TRAIN_SECONDS)
+            )
+        )
     return out
 
 
@@ -136,8 +160,10 @@ def extra_training_utterances(count: int) -> list[Clip]:
     (``EXTRA_TRAIN_SEEDS``, ``CAPSTONE_TRAIN_SECONDS`` long), made here from their seeds, not
     shipped: the offline run that makes the shipped weights trains on them too."""
     check_int(count, "count", 0, len(EXTRA_TRAIN_SEEDS))
-    return [_clean_clip(f"train_{seed}", *capstone_utterance(seed, CAPSTONE_TRAIN_SECONDS))
-            for seed in EXTRA_TRAIN_SEEDS[:count]]
+    return [
+        _clean_clip(f"train_{seed}", *capstone_utterance(seed, CAPSTONE_TRAIN_SECONDS))
+        for seed in EXTRA_TRAIN_SEEDS[:count]
+    ]
 
 
 @cache
@@ -146,19 +172,25 @@ def _held_back() -> tuple[Clip, ...]:
     clean = {}
     for entry in entries["held_back"]:
         audio, _ = load_audio(DATA_DIR / entry["file"])
-        clean[entry["name"]] = (audio, capstone_labels(entry["seed"],
-                                                       CAPSTONE_HELD_BACK_SECONDS))
+        clean[entry["name"]] = (audio, capstone_labels(entry["seed"], CAPSTONE_HELD_BACK_SECONDS))
     mixtures = []
     for entry in entries["mixtures"]:
         noisy, _ = load_audio(DATA_DIR / entry["file"])
         audio, labels = clean[entry["clean"]]
-        mixtures.append(_mixture(entry["name"], entry["clean"], entry["noise"], noisy, audio,
-                                 labels))
+        mixtures.append(
+            _mixture(entry["name"], entry["clean"], entry["noise"], noisy, audio, labels)
+        )
     return tuple(mixtures)
 
 
-def _mixture(name: str, clean_name: str, family: str, noisy: np.ndarray, clean: np.ndarray,
-             labels: FrameLabels) -> Clip:
+def _mixture(
+    name: str,
+    clean_name: str,
+    family: str,
+    noisy: np.ndarray,
+    clean: np.ndarray,
+    labels: FrameLabels,
+) -> Clip:
     return Clip(name, noisy, clean, labels, SAMPLE_RATE, CAPSTONE_SNR_DB, clean_name, family)
 
 
@@ -168,8 +200,9 @@ def held_back_mixtures() -> list[Clip]:
     return list(_held_back())
 
 
-def _generated_mixtures(prefix: str, utterance_seeds: tuple[int, ...], noise_seed: int
-                        ) -> list[Clip]:
+def _generated_mixtures(
+    prefix: str, utterance_seeds: tuple[int, ...], noise_seed: int
+) -> list[Clip]:
     """Each utterance (from its seed) with a fresh instance of every noise family (seed
     ``noise_seed + 10 * index + family``) at ``CAPSTONE_SNR_DB``, made here, not shipped."""
     mixtures = []
@@ -177,8 +210,16 @@ def _generated_mixtures(prefix: str, utterance_seeds: tuple[int, ...], noise_see
         clean, labels = capstone_utterance(seed, CAPSTONE_HELD_BACK_SECONDS)
         for k, family in enumerate(NOISE_FAMILIES):
             noise = make_noise(family, len(clean), noise_seed + 10 * index + k)
-            mixtures.append(_mixture(f"{prefix}_{seed}_{family}", f"{prefix}_{seed}", family,
-                                     mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+            mixtures.append(
+                _mixture(
+                    f"{prefix}_{seed}_{family}",
+                    f"{prefix}_{seed}",
+                    family,
+                    mix(clean, noise, CAPSTONE_SNR_DB),
+                    clean,
+                    labels,
+                )
+            )
     return mixtures
 
 
@@ -213,13 +254,24 @@ REAL_DIR = "cmu_arctic"
 # Real speech (data/cmu_arctic/, CMU ARCTIC, unmodified 16 kHz recordings): one utterance of
 # each speaker held back, never trained on and never used to choose anything; the other three
 # are the real validation set. slt and aew speak US English, axb Indian English.
-REAL_HELD_BACK: tuple[str, ...] = ("arctic_a0010", "cmu_arctic_us_aew_a0002",
-                                   "cmu_arctic_us_axb_a0005")
-REAL_VALIDATION: tuple[str, ...] = ("arctic_a0009", "cmu_arctic_us_aew_a0001",
-                                    "cmu_arctic_us_axb_a0004")
-REAL_SPEAKERS = {"arctic_a0009": "slt", "arctic_a0010": "slt", "cmu_arctic_us_aew_a0001": "aew",
-                 "cmu_arctic_us_aew_a0002": "aew", "cmu_arctic_us_axb_a0004": "axb",
-                 "cmu_arctic_us_axb_a0005": "axb"}
+REAL_HELD_BACK: tuple[str, ...] = (
+    "arctic_a0010",
+    "cmu_arctic_us_aew_a0002",
+    "cmu_arctic_us_axb_a0005",
+)
+REAL_VALIDATION: tuple[str, ...] = (
+    "arctic_a0009",
+    "cmu_arctic_us_aew_a0001",
+    "cmu_arctic_us_axb_a0004",
+)
+REAL_SPEAKERS = {
+    "arctic_a0009": "slt",
+    "arctic_a0010": "slt",
+    "cmu_arctic_us_aew_a0001": "aew",
+    "cmu_arctic_us_aew_a0002": "aew",
+    "cmu_arctic_us_axb_a0004": "axb",
+    "cmu_arctic_us_axb_a0005": "axb",
+}
 REAL_HELD_BACK_NOISE_SEED = 11000
 REAL_VALIDATION_NOISE_SEED = 13000
 
@@ -249,8 +301,16 @@ def _real_mixtures(names: tuple[str, ...], noise_seed: int) -> list[Clip]:
         clean, labels = real_utterance(name)
         for k, family in enumerate(NOISE_FAMILIES):
             noise = make_noise(family, len(clean), noise_seed + 10 * index + k)
-            mixtures.append(_mixture(f"{name}_{family}", name, family,
-                                     mix(clean, noise, CAPSTONE_SNR_DB), clean, labels))
+            mixtures.append(
+                _mixture(
+                    f"{name}_{family}",
+                    name,
+                    family,
+                    mix(clean, noise, CAPSTONE_SNR_DB),
+                    clean,
+                    labels,
+                )
+            )
     return mixtures
 
 

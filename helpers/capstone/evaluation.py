@@ -43,8 +43,12 @@ from helpers.models import denoise, graph_gradient_norm
 
 # The baselines a user would pick: the two filters with settings chosen on the training
 # clips, and noisereduce's spectral gating with its default settings (nothing tuned).
-CLASSICAL = ("low-pass", "spectral subtraction", "noisereduce, stationary",
-             "noisereduce, non-stationary")
+CLASSICAL = (
+    "low-pass",
+    "spectral subtraction",
+    "noisereduce, stationary",
+    "noisereduce, non-stationary",
+)
 SYSTEMS = ("noisy input", *CLASSICAL, "question-loss model", "masked-loss model")
 
 
@@ -56,7 +60,7 @@ def training_pairs() -> list[tuple[np.ndarray, np.ndarray]]:
     noises = {family: train_noise(family) for family in families}
     pairs = []
     for index, clip in enumerate(capstone_training_set()):
-        noise = noises[families[index % len(families)]][:len(clip.clean)]
+        noise = noises[families[index % len(families)]][: len(clip.clean)]
         pairs.append((clip.clean, mix(clip.clean, noise, CAPSTONE_SNR_DB)))
     return pairs
 
@@ -70,10 +74,17 @@ def classical_settings() -> dict[str, object]:
 @cache
 def _classical_settings() -> tuple[tuple[str, object], ...]:  # the same data: chosen once
     pairs = training_pairs()
-    return (("low-pass", best_setting(lowpass, LOWPASS_CANDIDATES_HZ, pairs)),
-            ("spectral subtraction", best_setting(
+    return (
+        ("low-pass", best_setting(lowpass, LOWPASS_CANDIDATES_HZ, pairs)),
+        (
+            "spectral subtraction",
+            best_setting(
                 lambda noisy, s: spectral_subtraction(noisy, s[0], quiet_fraction=s[1]),
-                SUBTRACTION_CANDIDATES, pairs)))
+                SUBTRACTION_CANDIDATES,
+                pairs,
+            ),
+        ),
+    )
 
 
 @dataclass
@@ -90,9 +101,10 @@ class Comparison:
         function = metrics[check_choice(metric, metrics, "metric")]
         cache = self.__dict__.setdefault("_scores", {})
         if metric not in cache:
-            cache[metric] = {system: np.array([function(m.clean, out) for m, out in
-                                               zip(self.mixtures, outputs)])
-                             for system, outputs in self.outputs.items()}
+            cache[metric] = {
+                system: np.array([function(m.clean, out) for m, out in zip(self.mixtures, outputs)])
+                for system, outputs in self.outputs.items()
+            }
         return cache[metric]
 
     def by_family(self, metric: str) -> dict[str, dict[str, float]]:
@@ -100,8 +112,12 @@ class Comparison:
         families = list(dict.fromkeys(m.family for m in self.mixtures))
         table = {}
         for system, values in self.scores(metric).items():
-            row = {family: float(np.mean([v for v, m in zip(values, self.mixtures)
-                                          if m.family == family])) for family in families}
+            row = {
+                family: float(
+                    np.mean([v for v, m in zip(values, self.mixtures) if m.family == family])
+                )
+                for family in families
+            }
             row["mean"] = float(np.mean(values))
             table[system] = row
         return table
@@ -110,12 +126,14 @@ class Comparison:
         """Output energy relative to input energy (dB), pooled over the held-back frames of
         one kind (``"silent"`` or ``"unvoiced"``) of every mixture."""
         check_choice(kind, ("silent", "unvoiced", "voiced"), "kind")
-        return level_change_db([m.audio for m in self.mixtures], self.outputs[system],
-                               [getattr(m.labels, kind) for m in self.mixtures])
+        return level_change_db(
+            [m.audio for m in self.mixtures],
+            self.outputs[system],
+            [getattr(m.labels, kind) for m in self.mixtures],
+        )
 
 
-def compare(models: dict[str, keras.Model], mixtures=None, classical: bool = True
-            ) -> Comparison:
+def compare(models: dict[str, keras.Model], mixtures=None, classical: bool = True) -> Comparison:
     """Run the noisy input, the classical baselines (``CLASSICAL``: the filters' settings from
     the training clips, noisereduce's defaults; skipped with ``classical=False``) and each
     model (``{"question-loss model": ..., "masked-loss model": ...}``) on ``mixtures`` (the
@@ -127,7 +145,8 @@ def compare(models: dict[str, keras.Model], mixtures=None, classical: bool = Tru
         alpha, quiet = settings["spectral subtraction"]
         outputs["low-pass"] = [lowpass(m.audio, settings["low-pass"]) for m in mixtures]
         outputs["spectral subtraction"] = [
-            spectral_subtraction(m.audio, alpha, quiet_fraction=quiet) for m in mixtures]
+            spectral_subtraction(m.audio, alpha, quiet_fraction=quiet) for m in mixtures
+        ]
         for name, stationary in ((CLASSICAL[2], True), (CLASSICAL[3], False)):
             outputs[name] = [spectral_gating(m.audio, stationary) for m in mixtures]
     for name, model in models.items():
@@ -142,8 +161,9 @@ def print_table(comparison: Comparison, metric: str = "si_sdr") -> None:
     unit = "" if metric == "stoi" else " dB"
     print(f"{metric + unit:28s}" + "".join(f"{c:>8s}" for c in columns))
     for system, row in table.items():
-        cells = "".join((f"{row[c]:8.2f}" if metric == "stoi" else f"{row[c]:8.1f}")
-                        for c in columns)
+        cells = "".join(
+            (f"{row[c]:8.2f}" if metric == "stoi" else f"{row[c]:8.1f}") for c in columns
+        )
         print(f"{system:28s}{cells}")
 
 
@@ -156,8 +176,7 @@ def ablation_rows(comparisons: dict[str, Comparison]) -> dict[str, dict[str, flo
     for set_name, comparison in comparisons.items():
         for system, row in comparison.by_family("si_sdr").items():
             rows.setdefault(system, {})[f"{set_name} SI-SDR"] = row["mean"]
-            rows[system][f"{set_name} silent"] = comparison.kind_level_change_db(system,
-                                                                               "silent")
+            rows[system][f"{set_name} silent"] = comparison.kind_level_change_db(system, "silent")
     return rows
 
 
@@ -184,16 +203,21 @@ def silent_gradient_norm(loss: str, model: keras.Model | None = None) -> float:
     def loss_fn(reference, estimate, labels):
         return loss_on_magnitudes(loss, tf.abs(stft(reference)), tf.abs(stft(estimate)), labels)
 
-    return graph_gradient_norm(model or make_capstone_model(0),
-                               make_example("silence", clip.clean, clip.labels, seed=0), loss_fn)
+    return graph_gradient_norm(
+        model or make_capstone_model(0),
+        make_example("silence", clip.clean, clip.labels, seed=0),
+        loss_fn,
+    )
 
 
-def quieter_on_silence_db(comparison: Comparison, system: str,
-                          reference_system: str = "question-loss model") -> float:
+def quieter_on_silence_db(
+    comparison: Comparison, system: str, reference_system: str = "question-loss model"
+) -> float:
     """How much quieter ``system`` is than ``reference_system`` on held-back silent frames
     (dB, positive = quieter)."""
-    return (comparison.kind_level_change_db(reference_system, "silent")
-            - comparison.kind_level_change_db(system, "silent"))
+    return comparison.kind_level_change_db(
+        reference_system, "silent"
+    ) - comparison.kind_level_change_db(system, "silent")
 
 
 QUIET_ON_SILENCE_DB = 6.0  # "learned silence": at least this much quieter than its input
@@ -228,8 +252,9 @@ def beats_baselines(comparison: Comparison, system: str) -> dict[str, float]:
     return margins
 
 
-def goal_margins(comparison: Comparison, system: str = "masked-loss model",
-                 other: str = "question-loss model") -> dict[str, float]:
+def goal_margins(
+    comparison: Comparison, system: str = "masked-loss model", other: str = "question-loss model"
+) -> dict[str, float]:
     """The four goals' figures for ``system`` (dB): mean SI-SDR over the input, over ``other``
     and over the best classical baseline (``beats_baselines``), and how much quieter than
     ``other`` it is on held-back pauses (``quieter_on_silence_db``)."""
@@ -252,13 +277,18 @@ def print_levels(comparison: Comparison) -> None:
     """Each system's output level relative to its input (dB) on silent, unvoiced and voiced
     held-back frames."""
     for system in comparison.outputs:
-        print(f"{system:28s}" + "   ".join(
-            f"{kind} {comparison.kind_level_change_db(system, kind):+6.1f} dB"
-            for kind in ("silent", "unvoiced", "voiced")))
+        print(
+            f"{system:28s}"
+            + "   ".join(
+                f"{kind} {comparison.kind_level_change_db(system, kind):+6.1f} dB"
+                for kind in ("silent", "unvoiced", "voiced")
+            )
+        )
 
 
-def family_margins(comparison: Comparison, system: str = "masked-loss model",
-                   metric: str = "si_sdr") -> tuple[str, dict[str, float]]:
+def family_margins(
+    comparison: Comparison, system: str = "masked-loss model", metric: str = "si_sdr"
+) -> tuple[str, dict[str, float]]:
     """The best classical baseline on the mean, and ``system``'s margin over it per noise
     family (dB): where the model wins and where it loses."""
     table = comparison.by_family(metric)

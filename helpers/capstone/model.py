@@ -31,8 +31,9 @@ def weights_bytes(model: keras.Model) -> bytes:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for index, variable in enumerate(model.weights):
             array = io.BytesIO()
-            np.lib.format.write_array(array, np.asarray(variable.numpy(), dtype=np.float32),
-                                      allow_pickle=False)
+            np.lib.format.write_array(
+                array, np.asarray(variable.numpy(), dtype=np.float32), allow_pickle=False
+            )
             info = zipfile.ZipInfo(f"w{index:02d}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, array.getvalue())
@@ -44,14 +45,15 @@ def load_weights(model: keras.Model, path: Path) -> keras.Model:
     with np.load(path, allow_pickle=False) as arrays:
         values = [arrays[f"w{index:02d}"] for index in range(len(arrays.files))]
     if [v.shape for v in values] != [tuple(w.shape) for w in model.weights]:
-        raise ValueError(f"{path.name} does not fit this model: expected weights of shapes "
-                         f"{[tuple(w.shape) for w in model.weights]}.")
+        raise ValueError(
+            f"{path.name} does not fit this model: expected weights of shapes "
+            f"{[tuple(w.shape) for w in model.weights]}."
+        )
     model.set_weights(values)
     return model
 
 
-def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int = 0
-                   ) -> keras.Model:
+def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int = 0) -> keras.Model:
     """The capstone's denoiser trained with ``loss`` (``"masked"``, ``"question"`` for the
     voicing-loss question's per-frame loop, or one of the ablation's ``TRAINED_LOSSES``).
 
@@ -66,13 +68,17 @@ def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int 
     if weights == "train":
         return train_shipped(loss, seed).model
     if seed != 0:
-        raise ValueError(f"the shipped weights were trained from seed 0; got seed={seed}. To "
-                         "train from another seed, pass weights='train'.")
+        raise ValueError(
+            f"the shipped weights were trained from seed 0; got seed={seed}. To "
+            "train from another seed, pass weights='train'."
+        )
     path = weights_path(loss)
     expected = capstone_manifest()["weights"]["sha256"].get(path.name)
     if expected is None or not path.exists():
         raise FileNotFoundError(f"{path} is missing; run python scripts/train_capstone.py")
     if hashlib.sha256(path.read_bytes()).hexdigest() != expected:
-        raise ValueError(f"{path.name} does not match its SHA-256 in data/manifest.json; "
-                         "run python scripts/train_capstone.py, then scripts/make_data.py.")
+        raise ValueError(
+            f"{path.name} does not match its SHA-256 in data/manifest.json; "
+            "run python scripts/train_capstone.py, then scripts/make_data.py."
+        )
     return load_weights(make_capstone_model(0), path)

@@ -78,19 +78,33 @@ def make_capstone_model(seed: int = 0, units: int = CAPSTONE_UNITS) -> keras.Mod
     return make_gru_floor_step_model(units=units)
 
 
-def loss_on_magnitudes(loss: str, reference_mag: tf.Tensor, estimate_mag: tf.Tensor,
-                       labels: FrameLabels, voiced_weight: float | None = None) -> tf.Tensor:
+def loss_on_magnitudes(
+    loss: str,
+    reference_mag: tf.Tensor,
+    estimate_mag: tf.Tensor,
+    labels: FrameLabels,
+    voiced_weight: float | None = None,
+) -> tf.Tensor:
     """One clip's loss from STFT magnitudes: the masked loss or the question's per-frame loop."""
     if check_loss_name(loss) != "question":
         silence_weight, default_voiced = ABLATION_WEIGHTS[loss]
         return masked_loss_on_magnitudes(
-            reference_mag, estimate_mag, labels, silence_weight,
-            voiced_weight=default_voiced if voiced_weight is None else voiced_weight)
+            reference_mag,
+            estimate_mag,
+            labels,
+            silence_weight,
+            voiced_weight=default_voiced if voiced_weight is None else voiced_weight,
+        )
     return cond_loop_loss_on_magnitudes(reference_mag, estimate_mag, labels)
 
 
-def make_batch_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                    references: np.ndarray, labels: list[FrameLabels], loss: str):
+def make_batch_step(
+    model: keras.Model,
+    optimizer: keras.optimizers.Optimizer,
+    references: np.ndarray,
+    labels: list[FrameLabels],
+    loss: str,
+):
     """A ``tf.function`` step ``step(noisy) -> (loss, grads)`` for a fixed batch of clean
     ``references`` ``(batch, samples)`` and their labels: the noisy batch is the argument, so
     fresh noise every step does not retrace. One ``unroll`` for the whole batch; the loss is
@@ -98,8 +112,10 @@ def make_batch_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
     check_loss_name(loss)
     references = np.asarray(references, dtype=np.float32)
     if references.ndim != 2 or len(labels) != len(references):
-        raise ValueError(f"references must be (batch, samples) with one FrameLabels per clip; "
-                         f"got shape {references.shape} and {len(labels)} labels.")
+        raise ValueError(
+            f"references must be (batch, samples) with one FrameLabels per clip; "
+            f"got shape {references.shape} and {len(labels)} labels."
+        )
     for clip_labels in labels:
         clip_labels.check_fits(references.shape[1])
     reference_mag = tf.abs(stft(tf.constant(references)))
@@ -109,15 +125,24 @@ def make_batch_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         spectrum = stft(noisy)
         masks, _ = unroll(model, tf.abs(spectrum))
         estimate_mag = tf.abs(stft(apply_masks(masks, spectrum, length)))
-        return tf.add_n([loss_on_magnitudes(loss, reference_mag[b], estimate_mag[b], lab)
-                         for b, lab in enumerate(labels)]) / len(labels)
+        return tf.add_n(
+            [
+                loss_on_magnitudes(loss, reference_mag[b], estimate_mag[b], lab)
+                for b, lab in enumerate(labels)
+            ]
+        ) / len(labels)
 
-    return make_step(model, optimizer, batch_loss,
-                     input_signature=[tf.TensorSpec(references.shape, tf.float32)])
+    return make_step(
+        model, optimizer, batch_loss, input_signature=[tf.TensorSpec(references.shape, tf.float32)]
+    )
 
 
-def noisy_batch(references: np.ndarray, step: int, rng: np.random.Generator,
-                noises: dict[str, list[np.ndarray]] | None = None) -> np.ndarray:
+def noisy_batch(
+    references: np.ndarray,
+    step: int,
+    rng: np.random.Generator,
+    noises: dict[str, list[np.ndarray]] | None = None,
+) -> np.ndarray:
     """Training input for one step: clip ``b`` gets a random window of a training instance
     of noise family ``(step + b) % 5`` (a random one of ``noises[family]`` when there are
     several), at a random SNR in ``SNR_RANGE_DB``."""
@@ -127,10 +152,9 @@ def noisy_batch(references: np.ndarray, step: int, rng: np.random.Generator,
     for b, clean in enumerate(references):
         instances = noises[families[(step + b) % len(families)]]
         # One instance draws no number: the live run's random stream stays as it was.
-        noise = instances[int(rng.integers(len(instances)))] if len(instances) > 1 \
-            else instances[0]
+        noise = instances[int(rng.integers(len(instances)))] if len(instances) > 1 else instances[0]
         start = int(rng.integers(0, len(noise) - len(clean) + 1))
-        out.append(mix(clean, noise[start:start + len(clean)], rng.uniform(*SNR_RANGE_DB)))
+        out.append(mix(clean, noise[start : start + len(clean)], rng.uniform(*SNR_RANGE_DB)))
     return np.stack(out)
 
 
@@ -144,12 +168,18 @@ class TrainingRun:
     reports: list[GradientReport] = field(default_factory=list)
 
 
-def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_TRAIN_STEPS,
-          clips: int | None = None, keep_reports: bool = False,
-          model: keras.Model | None = None, units: int = CAPSTONE_UNITS,
-          learning_rate: float | keras.optimizers.schedules.LearningRateSchedule
-          = CAPSTONE_LEARNING_RATE, noise_instances: int = 1, extra_utterances: int = 0
-          ) -> TrainingRun:
+def train(
+    loss: str = "masked",
+    seed: int = 0,
+    steps: int = LIVE_TRAIN_STEPS,
+    clips: int | None = None,
+    keep_reports: bool = False,
+    model: keras.Model | None = None,
+    units: int = CAPSTONE_UNITS,
+    learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = CAPSTONE_LEARNING_RATE,
+    noise_instances: int = 1,
+    extra_utterances: int = 0,
+) -> TrainingRun:
     """Train the capstone model with ``loss`` for ``steps`` batches (the first ``clips``
     training utterances, all by default). ``noise_instances`` training instances of each
     noise family (``train_noise``) and ``extra_utterances`` more training utterances
@@ -161,21 +191,24 @@ def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_TRAIN_STEPS,
     training = capstone_training_set()[:clips]
     size = len(training)
     if not is_int(extra_utterances) or extra_utterances % size:
-        raise ValueError(f"extra_utterances must be a multiple of the batch size ({size}: they "
-                         f"are trained in batches of that size); got {extra_utterances!r}.")
+        raise ValueError(
+            f"extra_utterances must be a multiple of the batch size ({size}: they "
+            f"are trained in batches of that size); got {extra_utterances!r}."
+        )
     training = training + extra_training_utterances(extra_utterances)
-    groups = [training[i:i + size] for i in range(0, len(training) - size + 1, size)]
+    groups = [training[i : i + size] for i in range(0, len(training) - size + 1, size)]
     model = model or make_capstone_model(seed, units)
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     batches = []
     for group in groups:
         references = np.stack([clip.clean for clip in group])
         labels = [clip.labels for clip in group]
-        batches.append((references, make_batch_step(model, optimizer, references, labels,
-                                                    loss)))
+        batches.append((references, make_batch_step(model, optimizer, references, labels, loss)))
     rng = np.random.default_rng(seed)
-    noises = {family: [train_noise(family, i) for i in range(noise_instances)]
-              for family in NOISE_FAMILIES}
+    noises = {
+        family: [train_noise(family, i) for i in range(noise_instances)]
+        for family in NOISE_FAMILIES
+    }
     run = TrainingRun(model, loss)
     for index in range(steps):
         references, step_fn = batches[index % len(batches)]
@@ -186,20 +219,34 @@ def train(loss: str = "masked", seed: int = 0, steps: int = LIVE_TRAIN_STEPS,
     return run
 
 
-def shipped_learning_rate(steps: int = SHIPPED_TRAIN_STEPS
-                          ) -> keras.optimizers.schedules.CosineDecay:
+def shipped_learning_rate(
+    steps: int = SHIPPED_TRAIN_STEPS,
+) -> keras.optimizers.schedules.CosineDecay:
     """The shipped run's learning rate: ``CAPSTONE_LEARNING_RATE`` decaying along a cosine to
     ``FINAL_LEARNING_RATE_FRACTION`` of it at ``steps``."""
-    return keras.optimizers.schedules.CosineDecay(CAPSTONE_LEARNING_RATE, steps,
-                                                  alpha=FINAL_LEARNING_RATE_FRACTION)
+    return keras.optimizers.schedules.CosineDecay(
+        CAPSTONE_LEARNING_RATE, steps, alpha=FINAL_LEARNING_RATE_FRACTION
+    )
 
 
-def train_shipped(loss: str = "masked", seed: int = 0, steps: int = SHIPPED_TRAIN_STEPS,
-                  clips: int | None = None, extra_utterances: int = SHIPPED_EXTRA_UTTERANCES,
-                  noise_instances: int = SHIPPED_NOISE_INSTANCES) -> TrainingRun:
+def train_shipped(
+    loss: str = "masked",
+    seed: int = 0,
+    steps: int = SHIPPED_TRAIN_STEPS,
+    clips: int | None = None,
+    extra_utterances: int = SHIPPED_EXTRA_UTTERANCES,
+    noise_instances: int = SHIPPED_NOISE_INSTANCES,
+) -> TrainingRun:
     """The run that makes the shipped weights (``scripts/train_capstone.py``): ``train`` with
     the shipped recipe (``SHIPPED_TRAIN_STEPS``, ``SHIPPED_NOISE_INSTANCES``,
     ``SHIPPED_EXTRA_UTTERANCES``, the
     cosine decay). The other arguments shrink it for tests."""
-    return train(loss, seed, steps, clips, learning_rate=shipped_learning_rate(steps),
-                 noise_instances=noise_instances, extra_utterances=extra_utterances)
+    return train(
+        loss,
+        seed,
+        steps,
+        clips,
+        learning_rate=shipped_learning_rate(steps),
+        noise_instances=noise_instances,
+        extra_utterances=extra_utterances,
+    )

@@ -17,11 +17,19 @@ def is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def check_int(value: Any, name: str, low: int | None = None, high: int | None = None,
-              error: type[Exception] = ValueError) -> int:
+def check_int(
+    value: Any,
+    name: str,
+    low: int | None = None,
+    high: int | None = None,
+    error: type[Exception] = ValueError,
+) -> int:
     """``value`` as an ``int``, if it is an integer in ``low..high`` (either bound optional)."""
-    if not is_int(value) or (low is not None and value < low) \
-            or (high is not None and value > high):
+    if (
+        not is_int(value)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
         raise error(f"{name} must be {_int_range(low, high)}; got {value!r}.")
     return int(value)
 
@@ -36,14 +44,14 @@ def _int_range(low: int | None, high: int | None) -> str:
     return "an integer" if high is None else f"an integer <= {high}"
 
 
-def check_choice(value: T, choices: Collection, name: str,
-                 error: type[Exception] = ValueError) -> T:
+def check_choice(
+    value: T, choices: Collection, name: str, error: type[Exception] = ValueError
+) -> T:
     """``value``, if it is one of ``choices``; else an error listing them."""
     try:
         known = value in choices
     except TypeError:  # an unhashable value is not one of the (hashable) choices
         known = False
     if not known:
-        raise error(f"{name} must be one of {', '.join(repr(c) for c in choices)}; "
-                    f"got {value!r}.")
+        raise error(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}.")
     return value

@@ -1,6 +1,6 @@
 """How the course prints numbers, so a stored output reads the same on any processor.
 
-Two kinds of number appear in the notebooks (CONTRIBUTING.md, "Printing numbers"):
+Two kinds of number appear in the notebooks (CONTRIBUTING.md, "Stored outputs"):
 
 * a **teaching quantity** (a loss, an SNR, a ratio, a healthy gradient norm) is printed at a
   precision that roundoff cannot reach, 2-3 significant digits (``sig``), and the claim it
@@ -38,13 +38,15 @@ def bound_text(value: float, bound: float) -> str:
     if not bound > 0:
         raise ValueError(f"bound must be a positive number; got {bound}.")
     if not value < bound:  # also catches NaN
-        raise AssertionError(f"expected a roundoff-level value below {_short(bound)}; "
-                             f"got {value:.3g}.")
+        raise AssertionError(
+            f"expected a roundoff-level value below {_short(bound)}; got {value:.3g}."
+        )
     return f"< {_short(bound)}"
 
 
-def norm_text(norm: float | None, largest: float | None = None,
-              floor: float = ROUNDOFF_FLOOR) -> str:
+def norm_text(
+    norm: float | None, largest: float | None = None, floor: float = ROUNDOFF_FLOOR
+) -> str:
     """A gradient norm for a report table: ``-`` (None), ``nan``/``inf``, ``0`` (exactly),
     ``~0`` (below ``floor * largest``: roundoff, no digits), else three significant digits."""
     if norm is None:

@@ -20,9 +20,13 @@ STATUS_HEX: dict[str, str] = {
     "none": "#555555",
     "error": "#b2182b",  # a break, an error, "Not yet"
 }
-_THEME_VARIABLES = {"ok": "--jp-success-color1", "zero": "--jp-warn-color1",
-                    "nonfinite": "--jp-error-color1", "none": "--jp-ui-font-color2",
-                    "error": "--jp-error-color1"}
+_THEME_VARIABLES = {
+    "ok": "--jp-success-color1",
+    "zero": "--jp-warn-color1",
+    "nonfinite": "--jp-error-color1",
+    "none": "--jp-ui-font-color2",
+    "error": "--jp-error-color1",
+}
 STATUS_COLOURS: dict[str, str] = {
     status: f"var({_THEME_VARIABLES[status]}, {hex_colour})"
     for status, hex_colour in STATUS_HEX.items()
@@ -38,10 +42,10 @@ def escape(text: str) -> str:
 def status_html(text: str, status: str) -> str:
     """``text`` (escaped) in bold, in the colour of ``status`` (a key of ``STATUS_COLOURS``)."""
     if status not in STATUS_COLOURS:
-        raise ValueError(f"status must be one of {', '.join(map(repr, STATUS_COLOURS))}; "
-                         f"got {status!r}.")
-    return f"<span style='color:{STATUS_COLOURS[status]};font-weight:bold'>" \
-           f"{escape(text)}</span>"
+        raise ValueError(
+            f"status must be one of {', '.join(map(repr, STATUS_COLOURS))}; got {status!r}."
+        )
+    return f"<span style='color:{STATUS_COLOURS[status]};font-weight:bold'>{escape(text)}</span>"
 
 
 def code_html(text: str) -> str:
@@ -49,16 +53,23 @@ def code_html(text: str) -> str:
     return f"<code>{escape(text)}</code>"
 
 
-def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, align: str = "",
-               wrap: Sequence[int] = (), below: Sequence[str] = ()) -> str:
+def html_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    align: str = "",
+    wrap: Sequence[int] = (),
+    below: Sequence[str] = (),
+) -> str:
     """A table in the course's style. ``header``: plain text; ``rows``: cells as HTML (escape
     text with ``escape``, or use ``status_html`` / ``code_html``). ``align``: one letter
     per column, ``l`` or ``r`` (default: left); ``wrap``: the column indices that may wrap;
     ``below``: plain-text lines said once under the table (a hint shared by every row)."""
     align = align or "l" * len(header)
     if len(align) != len(header) or set(align) - {"l", "r"}:
-        raise ValueError(f"align needs one letter, l or r, per column ({len(header)}); "
-                         f"got {align!r}.")
+        raise ValueError(
+            f"align needs one letter, l or r, per column ({len(header)}); got {align!r}."
+        )
     if any(len(row) != len(header) for row in rows):
         raise ValueError(f"every row needs {len(header)} cells, one per column.")
 
@@ -66,10 +77,19 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, align: s
         side = "left" if align[i] == "l" else "right"
         return f"text-align:{side};white-space:{'normal' if i in wrap else 'nowrap'}"
 
-    head = "".join(f"<th style='text-align:{'left' if a == 'l' else 'right'};"
-                   f"white-space:nowrap'>{escape(h)}</th>" for h, a in zip(header, align))
-    body = "".join("<tr>" + "".join(f"<td style='{style(i)}'>{cell}</td>"
-                                    for i, cell in enumerate(row)) + "</tr>" for row in rows)
+    head = "".join(
+        f"<th style='text-align:{'left' if a == 'l' else 'right'};"
+        f"white-space:nowrap'>{escape(h)}</th>"
+        for h, a in zip(header, align)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td style='{style(i)}'>{cell}</td>" for i, cell in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )
     notes = "".join(f"<p style='margin:0.3em 0'>{escape(line)}</p>" for line in below)
-    return (f"<table class='{TABLE_CLASS}'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>{notes}")
+    return (
+        f"<table class='{TABLE_CLASS}'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>{notes}"
+    )

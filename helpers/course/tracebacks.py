@@ -38,8 +38,9 @@ def short_tracebacks(on: bool = True) -> None:
         shell.set_custom_exc((), None)
 
 
-def short_traceback(error: BaseException, tb: TracebackType | None,
-                    cell_label: Callable[[str], str | None]) -> list[str]:
+def short_traceback(
+    error: BaseException, tb: TracebackType | None, cell_label: Callable[[str], str | None]
+) -> list[str]:
     """The lines of a short traceback: every frame whose file ``cell_label`` names (a
     notebook cell: ``"Cell In[7]"``) with its source line, one line per run of other frames
     saying whose they are, then ``Type: message`` (at most ``MESSAGE_LINES`` of it: its start
@@ -61,13 +62,15 @@ def short_traceback(error: BaseException, tb: TracebackType | None,
     message = "".join(traceback.format_exception_only(type(error), error)).rstrip("\n")
     qualified = f"{type(error).__module__}.{type(error).__qualname__}:"
     if message.startswith(qualified):  # json.decoder.JSONDecodeError -> JSONDecodeError
-        message = f"{type(error).__name__}:" + message[len(qualified):]
+        message = f"{type(error).__name__}:" + message[len(qualified) :]
     message_lines = message.splitlines()
     if len(message_lines) > MESSAGE_LINES:  # TensorFlow's graph errors list node definitions
         left_out = len(message_lines) - MESSAGE_LINES + 1
-        message_lines = [*message_lines[:MESSAGE_LINES - 2],
-                         f"      ({left_out} more lines of the message not shown; %tb shows them)",
-                         message_lines[-1]]
+        message_lines = [
+            *message_lines[: MESSAGE_LINES - 2],
+            f"      ({left_out} more lines of the message not shown; %tb shows them)",
+            message_lines[-1],
+        ]
     return lines + message_lines
 
 
@@ -81,20 +84,32 @@ def _hidden_note(packages: list[str]) -> list[str]:
 
 def _cell_label(shell) -> Callable[[str], str | None]:
     """``"Cell In[7]"`` for a file IPython compiled from a cell, else None."""
+
     def label(filename: str) -> str | None:
         named = shell.compile.format_code_name(filename)
         return None if named is None else f"{named[0]} {named[1]}"
+
     return label
 
 
-def _show_short_traceback(shell, etype: type[BaseException], value: BaseException,
-                          tb: TracebackType | None, tb_offset: int | None = None) -> None:
-    """IPython's custom exception handler: show the short form through the shell, which
-    sends the kernel's error message (name, message, these lines)."""
+def _show_short_traceback(
+    shell,
+    etype: type[BaseException],
+    value: BaseException,
+    tb: TracebackType | None,
+    tb_offset: int | None = None,
+) -> None:
+    """IPython's custom exception handler (``set_custom_exc``): the short form, shown by the
+    shell's public ``showtraceback`` through IPython's hook for an exception's own traceback
+    (``_render_traceback_``), so the kernel sends its error message (name, message, lines)."""
     from IPython.core.error import UsageError
 
-    if issubclass(etype, (SyntaxError, UsageError)) or hasattr(value, "_render_traceback_"):
-        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)  # IPython's own forms
-        return
+    own_form = issubclass(etype, (SyntaxError, UsageError)) or hasattr(value, "_render_traceback_")
+    if not own_form:
+        lines = short_traceback(value, tb, _cell_label(shell))
+        try:
+            value._render_traceback_ = lambda: lines
+        except AttributeError:  # an exception type that takes no attributes: the full form
+            pass
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb, %debug
-    shell._showtraceback(etype, value, short_traceback(value, tb, _cell_label(shell)))
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)

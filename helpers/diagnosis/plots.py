@@ -33,15 +33,22 @@ VOICING_COLOURS = {0: "#bdbdbd", 1: "#1a9850", 2: "#fdae61"}  # silent, voiced, 
 STYLE: dict[Status, dict] = {
     "ok": {"color": STATUS_HEX["ok"], "label": "norm (log scale)"},
     "zero": {"color": STATUS_HEX["zero"], "marker": "o", "label": "zero", "fill": "none"},
-    "nonfinite": {"color": STATUS_HEX["nonfinite"], "marker": "^", "label": "NaN / inf",
-                  "fill": "full"},
+    "nonfinite": {
+        "color": STATUS_HEX["nonfinite"],
+        "marker": "^",
+        "label": "NaN / inf",
+        "fill": "full",
+    },
     "none": {"color": STATUS_HEX["none"], "marker": "X", "label": "None", "fill": "full"},
 }
 
 
 # The heatmap's flat colours for the cells that have no norm (its key names them).
-HEATMAP_KEY: dict[Status, str] = {"none": STYLE["none"]["color"], "zero": "white",
-                                  "nonfinite": STYLE["nonfinite"]["color"]}
+HEATMAP_KEY: dict[Status, str] = {
+    "none": STYLE["none"]["color"],
+    "zero": "white",
+    "nonfinite": STYLE["nonfinite"]["color"],
+}
 HEATMAP_WIDTH = 9.0  # inches: names, cells and colour bar
 MARKER_INSET = 10.0  # points from the left edge of the axes to the centre of a status marker
 
@@ -78,64 +85,106 @@ def plot_gradient_norms(
     ax.set_xlim(lo, hi)
     # Markers sit MARKER_INSET points inside the left edge (x in axes units, y in data), so
     # they never cover the end of a variable's name, whatever the scale.
-    inside = ax.get_yaxis_transform() + ScaledTranslation(MARKER_INSET / 72, 0,
-                                                          ax.figure.dpi_scale_trans)
+    inside = ax.get_yaxis_transform() + ScaledTranslation(
+        MARKER_INSET / 72, 0, ax.figure.dpi_scale_trans
+    )
     for row, yi in zip(report, y):
         if row.status == "ok":
-            ax.barh(yi, row.norm - lo, left=lo, height=0.6, color=STYLE["ok"]["color"],
-                    gid=status_gid("ok"))
+            ax.barh(
+                yi,
+                row.norm - lo,
+                left=lo,
+                height=0.6,
+                color=STYLE["ok"]["color"],
+                gid=status_gid("ok"),
+            )
             continue
         style = STYLE[row.status]
-        ax.plot([0], [yi], linestyle="none", marker=style["marker"], markersize=11,
-                color=style["color"], fillstyle=style["fill"], markeredgewidth=2,
-                transform=inside, clip_on=False, zorder=5, gid=status_gid(row.status))
+        ax.plot(
+            [0],
+            [yi],
+            linestyle="none",
+            marker=style["marker"],
+            markersize=11,
+            color=style["color"],
+            fillstyle=style["fill"],
+            markeredgewidth=2,
+            transform=inside,
+            clip_on=False,
+            zorder=5,
+            gid=status_gid(row.status),
+        )
         nonfinite = "NaN" if row.norm is None or math.isnan(row.norm) else "inf"
         text = {"none": "None", "zero": "zero", "nonfinite": nonfinite}[row.status]
-        ax.annotate(f"{text} (no bar)", (0, yi), xycoords=inside, xytext=(12, 0),
-                    textcoords="offset points", va="center", color=style["color"],
-                    fontweight="bold", gid=status_gid(row.status) + "-label")
+        ax.annotate(
+            f"{text} (no bar)",
+            (0, yi),
+            xycoords=inside,
+            xytext=(12, 0),
+            textcoords="offset points",
+            va="center",
+            color=style["color"],
+            fontweight="bold",
+            gid=status_gid(row.status) + "-label",
+        )
     ax.set_yticks(y, [row.name for row in report])
     ax.set_ylim(-0.7, len(report) - 0.3)
     ax.set_xlabel("gradient norm (log scale)")
     ax.set_title(title or report.summary())
     ax.grid(axis="x", which="major", alpha=0.3)
     if legend:
-        ax.legend(handles=_legend_handles([report], legend_statuses), loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+        ax.legend(
+            handles=_legend_handles([report], legend_statuses),
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize="small",
+            frameon=False,
+        )
     return fig
 
 
-def plot_reports(
-    reports: Mapping[str, GradientReport], suptitle: str | None = None
-) -> Figure:
+def plot_reports(reports: Mapping[str, GradientReport], suptitle: str | None = None) -> Figure:
     """Several reports side by side (for example before and after a fix), one shared scale."""
     if not reports:
         raise ValueError(
-            "plot_reports needs at least one report, e.g. {'before': r1, 'after': r2}.")
+            "plot_reports needs at least one report, e.g. {'before': r1, 'after': r2}."
+        )
     for report in reports.values():
         _check_report(report)
     names = [list(r.names) for r in reports.values()]
     if any(n != names[0] for n in names):
         raise ValueError("plot_reports expects reports over the same variables in the same order.")
     height = norms_figure_height(len(names[0])) + 0.2  # the panels' titles take two lines
-    fig, axes = plt.subplots(1, len(reports), figsize=(5.2 * len(reports), height),
-                             sharey=True, squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        1,
+        len(reports),
+        figsize=(5.2 * len(reports), height),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
     limits = norm_limits(list(reports.values()))
     for ax, (title, report) in zip(axes[0], reports.items()):
-        plot_gradient_norms(report, ax=ax, title=f"{title}\n{report.summary()}", xlim=limits,
-                            legend=False)
+        plot_gradient_norms(
+            report, ax=ax, title=f"{title}\n{report.summary()}", xlim=limits, legend=False
+        )
     for ax in axes[0][1:]:
         ax.tick_params(labelleft=False)
     # One legend for the figure: every status that appears in any panel, once.
-    fig.legend(handles=_legend_handles(list(reports.values())), loc="outside right upper",
-               fontsize="small", frameon=False)
+    fig.legend(
+        handles=_legend_handles(list(reports.values())),
+        loc="outside right upper",
+        fontsize="small",
+        frameon=False,
+    )
     if suptitle:
         fig.suptitle(suptitle)
     return fig
 
 
 def plot_norm_history(
-    reports: Sequence[GradientReport], steps: Sequence[int] | None = None,
+    reports: Sequence[GradientReport],
+    steps: Sequence[int] | None = None,
     title: str = "gradient norm per variable over training",
 ) -> Figure:
     """Heatmap of log10 gradient norm, one row per variable and one column per step.
@@ -165,19 +214,32 @@ def plot_norm_history(
                 special[i, j] = status_code[row.status]
     # The width of the course's other wide figures, so names and ticks print at their size.
     fig, ax = plt.subplots(figsize=(HEATMAP_WIDTH, 0.4 * len(names) + 2.0), layout="constrained")
-    image = ax.imshow(np.ma.masked_invalid(log_norm), aspect="auto", cmap="viridis",
-                      interpolation="nearest", gid="grad-heatmap")
-    ax.imshow(np.ma.masked_invalid(special), aspect="auto", interpolation="nearest",
-              cmap=ListedColormap([HEATMAP_KEY[s] for s in ("none", "zero", "nonfinite")]),
-              vmin=-0.5, vmax=2.5, gid="grad-heatmap-status")
+    image = ax.imshow(
+        np.ma.masked_invalid(log_norm),
+        aspect="auto",
+        cmap="viridis",
+        interpolation="nearest",
+        gid="grad-heatmap",
+    )
+    ax.imshow(
+        np.ma.masked_invalid(special),
+        aspect="auto",
+        interpolation="nearest",
+        cmap=ListedColormap([HEATMAP_KEY[s] for s in ("none", "zero", "nonfinite")]),
+        vmin=-0.5,
+        vmax=2.5,
+        gid="grad-heatmap-status",
+    )
     fig.colorbar(image, ax=ax, label="log10 gradient norm")
     ax.set_yticks(range(len(names)), names)
     ticks = _round_ticks(steps)
     ax.set_xticks(np.interp(ticks, steps, range(len(steps))), [str(t) for t in ticks])
     ax.set_xlabel("training step")
     ax.set_title(title)
-    handles = [Patch(facecolor=HEATMAP_KEY[s], edgecolor=STYLE[s]["color"], label=STYLE[s]["label"])
-               for s in ("none", "zero", "nonfinite")]  # always: any step can turn None or NaN
+    handles = [
+        Patch(facecolor=HEATMAP_KEY[s], edgecolor=STYLE[s]["color"], label=STYLE[s]["label"])
+        for s in ("none", "zero", "nonfinite")
+    ]  # always: any step can turn None or NaN
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     return fig
 
@@ -202,10 +264,14 @@ def norm_limits(reports: Sequence[GradientReport]) -> tuple[float, float]:
     return lo, hi
 
 
-def _legend_handles(reports: Sequence[GradientReport],
-                    statuses: Sequence[Status] | None = None) -> list:
-    shown = set(statuses if statuses is not None else
-                [s for s in STATUSES if any(r.any(s) for r in reports)])
+def _legend_handles(
+    reports: Sequence[GradientReport], statuses: Sequence[Status] | None = None
+) -> list:
+    shown = set(
+        statuses
+        if statuses is not None
+        else [s for s in STATUSES if any(r.any(s) for r in reports)]
+    )
     handles: list = []
     for status in ("ok", "zero", "nonfinite", "none"):
         if status not in shown:
@@ -214,9 +280,19 @@ def _legend_handles(reports: Sequence[GradientReport],
         if status == "ok":
             handles.append(Patch(color=style["color"], label=style["label"]))
         else:
-            handles.append(Line2D([], [], linestyle="none", marker=style["marker"],
-                                  color=style["color"], fillstyle=style["fill"],
-                                  markeredgewidth=2, markersize=9, label=style["label"]))
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    linestyle="none",
+                    marker=style["marker"],
+                    color=style["color"],
+                    fillstyle=style["fill"],
+                    markeredgewidth=2,
+                    markersize=9,
+                    label=style["label"],
+                )
+            )
     return handles
 
 
@@ -228,14 +304,17 @@ def _figure_and_axes(ax: Axes | None, height: float) -> tuple[Figure, Axes]:
 
 def _check_report(report: object) -> None:
     if not isinstance(report, GradientReport):
-        raise TypeError(f"expected a GradientReport from helpers.diagnosis.gradient_report, "
-                        f"got {type(report).__name__}.")
+        raise TypeError(
+            f"expected a GradientReport from helpers.diagnosis.gradient_report, "
+            f"got {type(report).__name__}."
+        )
     if len(report) == 0:
         raise ValueError("the report has no variables to plot.")
 
 
-def plot_spectrogram(audio, sample_rate: int = 16_000, labels=None, title: str | None = None
-                     ) -> Figure:
+def plot_spectrogram(
+    audio, sample_rate: int = 16_000, labels=None, title: str | None = None
+) -> Figure:
     """Log-magnitude spectrogram of ``helpers.audio.stft``, drawn by ``librosa.display.specshow``,
     with a strip underneath colouring each frame silent / voiced / unvoiced when ``labels``
     (``helpers.audio.FrameLabels``) are given, and the labelled f0 drawn on voiced frames."""
@@ -251,12 +330,27 @@ def plot_spectrogram(audio, sample_rate: int = 16_000, labels=None, title: str |
     magnitude = stft_magnitude(audio).numpy().T  # (bins, frames), as librosa.display expects
     db = librosa.amplitude_to_db(magnitude, ref=np.max, amin=1e-5, top_db=None)
     rows = 2 if labels is not None else 1
-    fig, axes = plt.subplots(rows, 1, figsize=(8, 3.6 if rows == 2 else 3.0), sharex=True,
-                             squeeze=False, layout="constrained",
-                             gridspec_kw={"height_ratios": [6, 1][:rows]})
+    fig, axes = plt.subplots(
+        rows,
+        1,
+        figsize=(8, 3.6 if rows == 2 else 3.0),
+        sharex=True,
+        squeeze=False,
+        layout="constrained",
+        gridspec_kw={"height_ratios": [6, 1][:rows]},
+    )
     ax = axes[0, 0]
-    image = librosa.display.specshow(db, sr=sample_rate, hop_length=HOP_LENGTH, x_axis="time",
-                                     y_axis="log", ax=ax, vmin=-80, vmax=0, cmap="magma")
+    image = librosa.display.specshow(
+        db,
+        sr=sample_rate,
+        hop_length=HOP_LENGTH,
+        x_axis="time",
+        y_axis="log",
+        ax=ax,
+        vmin=-80,
+        vmax=0,
+        cmap="magma",
+    )
     fig.colorbar(image, ax=axes[:, 0].tolist(), format="%+.0f dB", label="re. loudest bin")
     ax.set_title(title or "spectrogram")
     ax.set_xlabel("")
@@ -267,22 +361,30 @@ def plot_spectrogram(audio, sample_rate: int = 16_000, labels=None, title: str |
         ax.legend(loc="upper right", fontsize="small")
         strip = axes[1, 0]
         colours = ListedColormap([VOICING_COLOURS[k] for k in (0, 1, 2)])
-        edges = np.append(times - 0.5 * HOP_LENGTH / sample_rate,
-                          times[-1] + 0.5 * HOP_LENGTH / sample_rate)
-        strip.pcolormesh(edges, [0, 1], labels.voicing[None, :], cmap=colours, vmin=-0.5,
-                         vmax=2.5)
+        edges = np.append(
+            times - 0.5 * HOP_LENGTH / sample_rate, times[-1] + 0.5 * HOP_LENGTH / sample_rate
+        )
+        strip.pcolormesh(edges, [0, 1], labels.voicing[None, :], cmap=colours, vmin=-0.5, vmax=2.5)
         strip.set_yticks([])
         strip.set_xlabel("time (s)")
-        strip.legend(handles=[Patch(color=VOICING_COLOURS[k], label=n) for k, n in
-                              ((0, "silent"), (1, "voiced"), (2, "unvoiced"))],
-                     loc="upper center", bbox_to_anchor=(0.5, -0.9), ncol=3, fontsize="small",
-                     frameon=False)
+        strip.legend(
+            handles=[
+                Patch(color=VOICING_COLOURS[k], label=n)
+                for k, n in ((0, "silent"), (1, "voiced"), (2, "unvoiced"))
+            ],
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.9),
+            ncol=3,
+            fontsize="small",
+            frameon=False,
+        )
     return fig
 
 
-def plot_state_gradients(curves: Mapping[str, Sequence[float | None]],
-                         title: str = "how far back the loss reaches: |d loss / d state_t|"
-                         ) -> Figure:
+def plot_state_gradients(
+    curves: Mapping[str, Sequence[float | None]],
+    title: str = "how far back the loss reaches: |d loss / d state_t|",
+) -> Figure:
     """One line per way of running the loop: the norm of d loss / d state_t at each step t.
 
     A step whose gradient is None is drawn as a grey cross on the bottom edge, not as a value.
@@ -298,8 +400,14 @@ def plot_state_gradients(curves: Mapping[str, Sequence[float | None]],
         ax.plot(steps, values, style, marker=".", label=label)
         missing = steps[np.isnan(values)]
         if len(missing):
-            ax.plot(missing, np.full(len(missing), lo), "x", color=STATUS_HEX["none"],
-                    clip_on=False, label=f"{label}: None")
+            ax.plot(
+                missing,
+                np.full(len(missing), lo),
+                "x",
+                color=STATUS_HEX["none"],
+                clip_on=False,
+                label=f"{label}: None",
+            )
     ax.set_yscale("log")
     ax.set_ylim(bottom=lo)
     ax.set_xlabel("step t (frame)")
@@ -313,28 +421,42 @@ def plot_state_gradients(curves: Mapping[str, Sequence[float | None]],
 PATH_COLOURS = {"reach": "#2166ac", "loss": "#1b7837", "break": "#d6301d", "apart": "#888888"}
 
 
-def _check_path_data(marks: list[str], sources: list[str], reaches: Sequence[Sequence[bool]],
-                     loss_reaches: Sequence[bool], sources_reached: Sequence[bool],
-                     passes_no_gradient: list[bool]) -> None:
+def _check_path_data(
+    marks: list[str],
+    sources: list[str],
+    reaches: Sequence[Sequence[bool]],
+    loss_reaches: Sequence[bool],
+    sources_reached: Sequence[bool],
+    passes_no_gradient: list[bool],
+) -> None:
     """Refuse path data whose lengths do not fit its marks and sources."""
     if not sources:
         raise ValueError("plot_gradient_path needs at least one source.")
     if len(reaches) != len(sources) or any(len(r) != len(marks) for r in reaches):
-        raise ValueError(f"reaches must hold one row of {len(marks)} booleans (one per mark) "
-                         f"for each of the {len(sources)} sources.")
+        raise ValueError(
+            f"reaches must hold one row of {len(marks)} booleans (one per mark) "
+            f"for each of the {len(sources)} sources."
+        )
     if len(loss_reaches) != len(marks) or len(passes_no_gradient) != len(marks):
-        raise ValueError(f"loss_reaches and passes_no_gradient need one boolean per mark "
-                         f"({len(marks)}).")
+        raise ValueError(
+            f"loss_reaches and passes_no_gradient need one boolean per mark ({len(marks)})."
+        )
     if len(sources_reached) != len(sources):
         raise ValueError(f"sources_reached needs one boolean per source ({len(sources)}).")
 
 
-def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
-                       reaches: Sequence[Sequence[bool]], loss_reaches: Sequence[bool],
-                       sources_reached: Sequence[bool], breaks: Sequence[tuple[str, str]],
-                       passes_no_gradient: Sequence[bool] | None = None,
-                       start: str = "(variables)", end: str = "(loss)",
-                       ax: Axes | None = None) -> Figure:
+def plot_gradient_path(
+    marks: Sequence[str],
+    sources: Sequence[str],
+    reaches: Sequence[Sequence[bool]],
+    loss_reaches: Sequence[bool],
+    sources_reached: Sequence[bool],
+    breaks: Sequence[tuple[str, str]],
+    passes_no_gradient: Sequence[bool] | None = None,
+    start: str = "(variables)",
+    end: str = "(loss)",
+    ax: Axes | None = None,
+) -> Figure:
     """The locator's picture of a gradient path (``Location.plot()`` passes its data).
 
     Columns: the sources, then the marks in forward order, then the loss. One row per source:
@@ -364,8 +486,15 @@ def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
         xs = [x_of[m] for m, hit in zip(marks, reaches[i]) if hit]
         if i in apart:
             ax.plot([0], [y], "s", color=PATH_COLOURS["apart"], gid="path-apart")
-            ax.annotate("reaches no mark", (0, y), xytext=(10, 0), textcoords="offset points",
-                        va="center", color=PATH_COLOURS["apart"], fontsize="small")
+            ax.annotate(
+                "reaches no mark",
+                (0, y),
+                xytext=(10, 0),
+                textcoords="offset points",
+                va="center",
+                color=PATH_COLOURS["apart"],
+                fontsize="small",
+            )
             continue
         ax.plot([0, *xs], [y] * (len(xs) + 1), "-", color=PATH_COLOURS["reach"], alpha=0.5)
         ax.plot(xs, [y] * len(xs), "o", color=PATH_COLOURS["reach"], gid="path-reach")
@@ -373,27 +502,46 @@ def plot_gradient_path(marks: Sequence[str], sources: Sequence[str],
         if sources_reached[i]:
             ax.plot([x_of[end]], [y], "o", color=PATH_COLOURS["loss"], gid="path-source-ok")
     if apart and inside:
-        ax.axhline(-len(inside) - 0.5, color=PATH_COLOURS["apart"], linestyle="--",
-                   linewidth=1, gid="path-separator")
+        ax.axhline(
+            -len(inside) - 0.5,
+            color=PATH_COLOURS["apart"],
+            linestyle="--",
+            linewidth=1,
+            gid="path-separator",
+        )
     for x, hit in zip(range(1, len(marks) + 1), loss_reaches):
-        ax.plot([x], [0], "o", color=PATH_COLOURS["loss"], fillstyle="full" if hit else "none",
-                markeredgewidth=1.5, gid="path-loss" if hit else "path-no-loss")
+        ax.plot(
+            [x],
+            [0],
+            "o",
+            color=PATH_COLOURS["loss"],
+            fillstyle="full" if hit else "none",
+            markeredgewidth=1.5,
+            gid="path-loss" if hit else "path-no-loss",
+        )
     for first, last in breaks:  # from the sources: just before the first point not reached
         left = x_of[last] - 0.85 if first == start else x_of[first] + 0.15
-        ax.axvspan(left, x_of[last] - 0.15, color=PATH_COLOURS["break"], alpha=0.18,
-                   gid="path-break")
-        ax.annotate("break", ((left + x_of[last] - 0.15) / 2, 0.45), ha="center",
-                    color=PATH_COLOURS["break"], fontsize="small", fontweight="bold")
+        ax.axvspan(
+            left, x_of[last] - 0.15, color=PATH_COLOURS["break"], alpha=0.18, gid="path-break"
+        )
+        ax.annotate(
+            "break",
+            ((left + x_of[last] - 0.15) / 2, 0.45),
+            ha="center",
+            color=PATH_COLOURS["break"],
+            fontsize="small",
+            fontweight="bold",
+        )
     labels = {start: "sources", end: "loss"}
-    ax.set_xticks(range(len(columns)), [labels.get(c, c) for c in columns], rotation=30,
-                  ha="right")
+    ax.set_xticks(range(len(columns)), [labels.get(c, c) for c in columns], rotation=30, ha="right")
     for tick, name in zip(ax.get_xticklabels()[1:], marks):
         if passes_no_gradient[marks.index(name)]:
             tick.set_color(PATH_COLOURS["apart"])
             tick.set_fontstyle("italic")
             tick.set_gid("path-no-gradient")
-    ax.set_yticks([0, *range(-1, -len(order) - 1, -1)],
-                  ["loss reaches it", *(sources[i] for i in order)])
+    ax.set_yticks(
+        [0, *range(-1, -len(order) - 1, -1)], ["loss reaches it", *(sources[i] for i in order)]
+    )
     ax.set_xlim(-0.5, len(columns) - 0.5)
     ax.set_ylim(-len(order) - 0.7, 0.9)
     ax.set_title("the gradient path: marks in forward order")

@@ -84,7 +84,6 @@ class GradientReport(Sequence[GradientRow]):
         finite = [r.norm for r in self if r.norm is not None and math.isfinite(r.norm)]
         return max(finite) if finite else None
 
-
     def summary(self) -> str:
         counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
         noun = "variable" if len(self) == 1 else "variables"
@@ -97,13 +96,17 @@ class GradientReport(Sequence[GradientRow]):
     def to_text(self) -> str:
         header = ("variable", "shape", "status", "norm", "hint")
         largest = self.largest_norm()
-        body = [(r.name, _shape_text(r.shape), r.status, norm_text(r.norm, largest), r.hint)
-                for r in self]
+        body = [
+            (r.name, _shape_text(r.shape), r.status, norm_text(r.norm, largest), r.hint)
+            for r in self
+        ]
         columns = 5 if any(self.hints) else 4  # no hint column when every row is ok
         header, body = header[:columns], [row[:columns] for row in body]
         widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(columns)]
-        lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
-                 for row in [header, *body]]
+        lines = [
+            "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
+            for row in [header, *body]
+        ]
         lines.insert(1, "  ".join("-" * w for w in widths))
         lines.append(self.summary())
         return "\n".join(lines)
@@ -118,34 +121,53 @@ class GradientReport(Sequence[GradientRow]):
         for hint in dict.fromkeys(h for h in self.hints if h):
             rows = [r for r in self if r.hint == hint]
             statuses = {r.status for r in rows}
-            which = ("every row" if len(rows) == len(self) else
-                     f"{rows[0].name} ({rows[0].status})" if len(rows) == 1 else
-                     f"the {len(rows)} {statuses.pop()} rows" if len(statuses) == 1 else
-                     f"the {len(rows)} rows that are not ok")
+            which = (
+                "every row"
+                if len(rows) == len(self)
+                else f"{rows[0].name} ({rows[0].status})"
+                if len(rows) == 1
+                else f"the {len(rows)} {statuses.pop()} rows"
+                if len(statuses) == 1
+                else f"the {len(rows)} rows that are not ok"
+            )
             lines.append(f"Hint for {which}: {hint}")
         return lines
 
-    def to_html(self, *, summary: bool = True, hint_column: bool | None = None,
-                no_hint: str = "") -> str:
+    def to_html(
+        self, *, summary: bool = True, hint_column: bool | None = None, no_hint: str = ""
+    ) -> str:
         """The table (``_repr_html_``). ``hint_column``: hints in a column (default: only when
         rows have different hints), else each said once under the table (``no_hint`` stands
         there when no row has one); ``summary``: the summary line under it."""
         largest = self.largest_norm()
         column = len(set(self.hints) - {""}) > 1 if hint_column is None else hint_column
         header = ["variable", "shape", "status", "gradient norm", *(["hint"] * column)]
-        rows = [[code_html(r.name), escape(_shape_text(r.shape)),
-                 status_html(r.status, r.status), norm_text(r.norm, largest),
-                 *([escape(r.hint)] * column)] for r in self]
+        rows = [
+            [
+                code_html(r.name),
+                escape(_shape_text(r.shape)),
+                status_html(r.status, r.status),
+                norm_text(r.norm, largest),
+                *([escape(r.hint)] * column),
+            ]
+            for r in self
+        ]
         below = [] if column else (self.hint_lines() or [no_hint] * bool(no_hint))
-        return html_table(header, rows, align="lllr" + "l" * column, wrap=[4],
-                          below=[*below, *[self.summary()] * summary])
+        return html_table(
+            header,
+            rows,
+            align="lllr" + "l" * column,
+            wrap=[4],
+            below=[*below, *[self.summary()] * summary],
+        )
 
     def _repr_html_(self) -> str:
         return self.to_html()
 
 
-def gradient_report(grads: Sequence[Any], sources: Sequence[Any],
-                    names: Sequence[str] | None = None) -> GradientReport:
+def gradient_report(
+    grads: Sequence[Any], sources: Sequence[Any], names: Sequence[str] | None = None
+) -> GradientReport:
     """One row per source: name, shape, status (none/zero/nonfinite/ok), gradient norm, and
     for a row that is not ok a short hint at the likely cause (05's decision chart).
 
@@ -165,13 +187,16 @@ def gradient_report(grads: Sequence[Any], sources: Sequence[Any],
     if names is not None:
         names = _as_list(names, "names")
         if len(names) != len(sources) or not all(isinstance(n, str) and n for n in names):
-            raise ValueError(f"names must be {len(sources)} non-empty strings, one per source; "
-                             f"got {names!r}.")
-    rows = [_row(g, v, i, names[i] if names else None)
-            for i, (g, v) in enumerate(zip(grads, sources))]
+            raise ValueError(
+                f"names must be {len(sources)} non-empty strings, one per source; got {names!r}."
+            )
+    rows = [
+        _row(g, v, i, names[i] if names else None) for i, (g, v) in enumerate(zip(grads, sources))
+    ]
     every_none = all(r.status == "none" for r in rows)
-    return GradientReport([replace(r, hint=_hint(r.status, v, every_none))
-                           for r, v in zip(rows, sources)])
+    return GradientReport(
+        [replace(r, hint=_hint(r.status, v, every_none)) for r, v in zip(rows, sources)]
+    )
 
 
 def _hint(status: Status, source: Any, every_none: bool) -> str:
@@ -179,9 +204,10 @@ def _hint(status: Status, source: Any, every_none: bool) -> str:
     gradient is None is decided by ``helpers.diagnosis.why_none``, for the probe too."""
     if status == "none":
         return HINTS[why_none(source, every_none=every_none)]
-    return {"zero": "zeros: tf.sign, a NumPy py_function, a tf.cond in tf.function?",
-            "nonfinite": "NaN/inf: log, sqrt or 1/x of 0, even in a tf.where branch?"
-            }.get(status, "")
+    return {
+        "zero": "zeros: tf.sign, a NumPy py_function, a tf.cond in tf.function?",
+        "nonfinite": "NaN/inf: log, sqrt or 1/x of 0, even in a tf.where branch?",
+    }.get(status, "")
 
 
 def _row(grad: Any, variable: Any, index: int, name: str | None = None) -> GradientRow:
@@ -239,8 +265,10 @@ def _shape_of(variable: Any) -> tuple[int | None, ...]:
 def _as_list(items: Any, what: str) -> list[Any]:
     if isinstance(items, dict):
         raise TypeError(f"{what} is a dict; pass lists in matching order.")
-    if items is None or isinstance(items, (tf.Tensor, tf.Variable, np.ndarray)) or hasattr(
-        items, "assign"
+    if (
+        items is None
+        or isinstance(items, (tf.Tensor, tf.Variable, np.ndarray))
+        or hasattr(items, "assign")
     ):
         raise TypeError(
             f"{what} must be a list (one entry per variable), got {type(items).__name__}. "
@@ -261,12 +289,12 @@ def _shape_text(shape: tuple[int | None, ...]) -> str:
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
-
-
-
-def gradients_of(tape: tf.GradientTape, loss: tf.Tensor, variables: list,
-                 unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE
-                 ) -> list[tf.Tensor | None]:
+def gradients_of(
+    tape: tf.GradientTape,
+    loss: tf.Tensor,
+    variables: list,
+    unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE,
+) -> list[tf.Tensor | None]:
     """``tape.gradient(loss, variables, unconnected_gradients=...)`` that also works for Keras 3
     variables with ``UnconnectedGradients.ZERO``.
 
@@ -277,8 +305,9 @@ def gradients_of(tape: tf.GradientTape, loss: tf.Tensor, variables: list,
     gradients and the zeros.
     """
     if unconnected_gradients == tf.UnconnectedGradients.ZERO:
-        variables = [getattr(v, "value", v) if isinstance(v, keras.Variable) else v
-                     for v in variables]
+        variables = [
+            getattr(v, "value", v) if isinstance(v, keras.Variable) else v for v in variables
+        ]
     return tape.gradient(loss, variables, unconnected_gradients=unconnected_gradients)
 
 
@@ -315,8 +344,9 @@ class OpGradient:
         return self.status if self.status is not None else f"raises {self.error}"
 
 
-def op_gradient(op: Callable[[tf.Tensor], tf.Tensor], source: tf.Variable,
-                traced: bool = False) -> OpGradient:
+def op_gradient(
+    op: Callable[[tf.Tensor], tf.Tensor], source: tf.Variable, traced: bool = False
+) -> OpGradient:
     """Status of d sum(op(source)) / d source, eagerly or inside ``tf.function``: whether the
     op is registered as not differentiable (``none``), has a gradient that is zero
     everywhere (``zero``), a real one (``ok``), or no gradient registered at all (the error
@@ -324,8 +354,9 @@ def op_gradient(op: Callable[[tf.Tensor], tf.Tensor], source: tf.Variable,
     if not callable(op):
         raise TypeError(f"op must be a function of one tensor; got {type(op).__name__}.")
     if not isinstance(source, tf.Variable):
-        raise TypeError(f"source must be a tf.Variable (the tape watches it); got "
-                        f"{type(source).__name__}.")
+        raise TypeError(
+            f"source must be a tf.Variable (the tape watches it); got {type(source).__name__}."
+        )
 
     def largest_gradient():
         with tf.GradientTape() as tape:
@@ -336,6 +367,5 @@ def op_gradient(op: Callable[[tf.Tensor], tf.Tensor], source: tf.Variable,
     try:
         value = float(tf.function(largest_gradient)() if traced else largest_gradient())
     except Exception as error:  # which error it raises is the measurement
-        return OpGradient(None, type(error).__name__,
-                          str(error).strip().splitlines()[-1].strip())
+        return OpGradient(None, type(error).__name__, str(error).strip().splitlines()[-1].strip())
     return OpGradient("none" if value < 0 else "zero" if value == 0 else "ok")

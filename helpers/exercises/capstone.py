@@ -50,8 +50,7 @@ def _relabelled(example: Clip) -> Clip:
     voicing = example.labels.voicing.copy()
     voicing[voicing == Voicing.SILENT] = Voicing.UNVOICED
     voicing[RELABELLED_FRAMES] = Voicing.SILENT
-    return dataclasses.replace(example, labels=dataclasses.replace(example.labels,
-                                                                   voicing=voicing))
+    return dataclasses.replace(example, labels=dataclasses.replace(example.labels, voicing=voicing))
 
 
 def _where_it_pulls(fn, example: Clip) -> str | None:
@@ -66,19 +65,26 @@ def _where_it_pulls(fn, example: Clip) -> str | None:
         frames = frame(probe)
         in_silent = tf.reduce_sum(tf.where(silent[:, None], frames, 0.0))
         in_other = tf.reduce_sum(tf.where(silent[:, None], 0.0, frames))
-    pull = np.abs(tape.gradient(value, probe).numpy()) if isinstance(value, tf.Tensor) \
+    pull = (
+        np.abs(tape.gradient(value, probe).numpy())
+        if isinstance(value, tf.Tensor)
         else np.zeros(len(example.clean))
+    )
     only_silent = tape.gradient(in_other, probe).numpy() == 0
     only_other = tape.gradient(in_silent, probe).numpy() == 0
     seen = np.mean(pull[only_silent] > 0)
     if seen < SEEN_SHARE:
-        return (f"On a clip whose silent frames hold room noise, not digital zeros, the term "
-                f"sees only {seen:.0%} of those frames' samples: silence is what the labels "
-                "say, whatever the reference holds there.")
+        return (
+            f"On a clip whose silent frames hold room noise, not digital zeros, the term "
+            f"sees only {seen:.0%} of those frames' samples: silence is what the labels "
+            "say, whatever the reference holds there."
+        )
     if pull[only_other].max() > 1e-6 * pull.max():
-        return ("On a clip with speech and a pause, the term also pulls the output on frames "
-                "the labels do not call silent: it would turn speech down whenever a clip has "
-                "any silent frame.")
+        return (
+            "On a clip with speech and a pause, the term also pulls the output on frames "
+            "the labels do not call silent: it would turn speech down whenever a clip has "
+            "any silent frame."
+        )
     return None
 
 
@@ -98,14 +104,18 @@ def check_silence_term(function) -> CheckResult:
         with tf.GradientTape() as tape:
             value = fn(silent.clean, enhance(model, silent.audio), silent.labels)
         if not isinstance(value, tf.Tensor):
-            return False, (f"It returned a {type(value).__name__}, not a TensorFlow tensor: "
-                           "no gradient can flow through it.")
+            return False, (
+                f"It returned a {type(value).__name__}, not a TensorFlow tensor: "
+                "no gradient can flow through it."
+            )
         if value.shape.rank != 0 or not np.isfinite(float(value)):
             return False, f"Expected one finite number (a scalar tensor); got {value}."
         grads = tape.gradient(value, variables)
         if all(g is None or not np.any(g.numpy()) for g in grads):
-            return False, ("On the silent clip the term has no gradient (None or zero): "
-                           "it cannot teach the model anything.")
+            return False, (
+                "On the silent clip the term has no gradient (None or zero): "
+                "it cannot teach the model anything."
+            )
         silent_norm = _global_norm(grads)
         mixed = clip_excerpt(MIXED_CLIP)
         for example in (mixed, _relabelled(mixed)):
@@ -115,38 +125,52 @@ def check_silence_term(function) -> CheckResult:
         with tf.GradientTape() as tape:
             on_speech = fn(voiced.clean, enhance(model, voiced.audio), voiced.labels)
         if not np.isfinite(float(on_speech)):
-            return False, (f"On a clip with no silent frame the term is {float(on_speech)}: "
-                           "an average over no frames must still be a number.")
+            return False, (
+                f"On a clip with no silent frame the term is {float(on_speech)}: "
+                "an average over no frames must still be a number."
+            )
         speech_norm = _global_norm(tape.gradient(on_speech, variables))
         if not speech_norm <= 1e-6 * silent_norm:
-            return False, ("On a clip with no silent frame the term still pulls the output "
-                           "(its gradient is not zero there): it would turn speech down too.")
+            return False, (
+                "On a clip with no silent frame the term still pulls the output "
+                "(its gradient is not zero there): it would turn speech down too."
+            )
 
         def loss(reference, estimate, labels):
-            return (masked_voicing_loss(reference, estimate, labels, silence_weight=0.0)
-                    + fn(reference, estimate, labels))
+            return masked_voicing_loss(reference, estimate, labels, silence_weight=0.0) + fn(
+                reference, estimate, labels
+            )
 
         # The lowest level within the run, not the last: near silence, Adam on a log-level
         # term (04's own) overshoots and swings back up; falling at all is what is asked.
         level = _level_db(model, silent)
         before = level()
-        step = make_train_step(model, keras.optimizers.Adam(EXERCISE_LEARNING_RATE), [silent],
-                               loss_fn=loss)
+        step = make_train_step(
+            model, keras.optimizers.Adam(EXERCISE_LEARNING_RATE), [silent], loss_fn=loss
+        )
         lowest = before
         for _ in range(EXERCISE_TRAIN_STEPS):
             step()
             lowest = min(lowest, level())
         if not before - lowest >= REQUIRED_FALL_DB:
             direction = "never fell" if lowest >= before else "fell by less than 6 dB"
-            return False, (f"In {EXERCISE_TRAIN_STEPS} training steps the output level on silence "
-                           f"{direction}: the term must grow when the output there is louder.")
-        return True, (f"Within {EXERCISE_TRAIN_STEPS} steps inside tf.function the output "
-                      f"on the lab's silent clip fell more than {REQUIRED_FALL_DB:.0f} dB below "
-                      "where it started; on a real clip with a pause and speech the term pulls "
-                      "exactly the frames the labels call silent, and on speech alone nothing.")
+            return False, (
+                f"In {EXERCISE_TRAIN_STEPS} training steps the output level on silence "
+                f"{direction}: the term must grow when the output there is louder."
+            )
+        return True, (
+            f"Within {EXERCISE_TRAIN_STEPS} steps inside tf.function the output "
+            f"on the lab's silent clip fell more than {REQUIRED_FALL_DB:.0f} dB below "
+            "where it started; on a real clip with a pause and speech the term pulls "
+            "exactly the frames the labels call silent, and on speech alone nothing."
+        )
 
-    return run_check("Exercise 6.1 (a loss term that teaches silence)", function, check,
-                     hint="Build the term from the estimate with TensorFlow operations only, "
-                          "on the frames the labels mark silent and nowhere else, so that it "
-                          "grows when the output there is louder; and an average over no "
-                          "frames must still be a number.")
+    return run_check(
+        "Exercise 6.1 (a loss term that teaches silence)",
+        function,
+        check,
+        hint="Build the term from the estimate with TensorFlow operations only, "
+        "on the frames the labels mark silent and nowhere else, so that it "
+        "grows when the output there is louder; and an average over no "
+        "frames must still be a number.",
+    )

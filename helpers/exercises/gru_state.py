@@ -26,8 +26,9 @@ from helpers.recurrence import unroll
 def _small_model(units: int, bins: int) -> keras.Model:
     model = make_gru_step_model(units=units, bins=bins)
     rng = np.random.default_rng(1234)
-    model.set_weights([0.4 * rng.standard_normal(w.shape).astype(np.float32)
-                       for w in model.get_weights()])
+    model.set_weights(
+        [0.4 * rng.standard_normal(w.shape).astype(np.float32) for w in model.get_weights()]
+    )
     return model
 
 
@@ -59,12 +60,16 @@ def _calls_fault(log: _CallLog, frames: int, batch: int, features: int) -> str |
     """What is wrong with the logged calls for ``frames`` frames, or None."""
     shapes = log.frame_shapes
     if len(shapes) != frames:
-        return f"The step model was called {len(shapes)} times for {frames} frames; a loop " \
-               "over the frames calls it exactly once per frame."
+        return (
+            f"The step model was called {len(shapes)} times for {frames} frames; a loop "
+            "over the frames calls it exactly once per frame."
+        )
     wrong = next((s for s in shapes if s != (batch, features)), None)
     if wrong is not None:
-        return f"The step model was given an input of shape {wrong}; each call takes one " \
-               f"frame, shape {(batch, features)}."
+        return (
+            f"The step model was given an input of shape {wrong}; each call takes one "
+            f"frame, shape {(batch, features)}."
+        )
     return None
 
 
@@ -72,11 +77,16 @@ def _gradient_fault(grads, expected_grads, variables) -> str | None:
     missing = [variable_name(v) for g, v in zip(grads, variables) if g is None]
     if missing:
         return f"The gradients of {', '.join(missing)} are None."
-    differing = [variable_name(v) for g, e, v in zip(grads, expected_grads, variables)
-                 if max_abs_diff(g, e) > 1e-5 * (float(tf.reduce_max(tf.abs(e))) + 1e-12)]
+    differing = [
+        variable_name(v)
+        for g, e, v in zip(grads, expected_grads, variables)
+        if max_abs_diff(g, e) > 1e-5 * (float(tf.reduce_max(tf.abs(e))) + 1e-12)
+    ]
     if differing:
-        return f"The gradients of {', '.join(differing)} differ from a full unroll's: " \
-               "backprop through time is being cut somewhere."
+        return (
+            f"The gradients of {', '.join(differing)} differ from a full unroll's: "
+            "backprop through time is being cut somewhere."
+        )
     return None
 
 
@@ -104,24 +114,37 @@ def check_sequence_loss(function) -> CheckResult:
         with tf.GradientTape() as tape:
             loss = fn(model, noisy_spectrum, clean)
         if not isinstance(loss, tf.Tensor) or loss.shape.rank != 0:
-            return False, f"Expected a scalar tensor loss; got {type(loss).__name__} " \
-                          f"with shape {getattr(loss, 'shape', None)}."
+            return (
+                False,
+                f"Expected a scalar tensor loss; got {type(loss).__name__} "
+                f"with shape {getattr(loss, 'shape', None)}.",
+            )
         fault = _calls_fault(log, frames, 1, 257)
         if fault:
             return False, fault
         if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-            return False, f"Your loss is {sig(float(loss))}; a loop that passes each state " \
-                          f"on gives {sig(float(expected))}."
+            return (
+                False,
+                f"Your loss is {sig(float(loss))}; a loop that passes each state "
+                f"on gives {sig(float(expected))}.",
+            )
         fault = _gradient_fault(tape.gradient(loss, variables), expected_grads, variables)
         if fault:
             return False, fault
-        return True, "One call per frame, the same loss and the same gradients as a full " \
-                     "unroll: the tape sees every step."
+        return (
+            True,
+            "One call per frame, the same loss and the same gradients as a full "
+            "unroll: the tape sees every step.",
+        )
 
-    return run_check("Exercise 1.1 (the hand-threaded loop)", function, check,
-                     hint="The tape follows operations, not names or containers: each frame's "
-                          "step must take the state the step before it returned, and the masks "
-                          "must stay tensors all the way to the loss.")
+    return run_check(
+        "Exercise 1.1 (the hand-threaded loop)",
+        function,
+        check,
+        hint="The tape follows operations, not names or containers: each frame's "
+        "step must take the state the step before it returned, and the masks "
+        "must stay tensors all the way to the loss.",
+    )
 
 
 # --------------------------------------------------------------------------- exercise 2.1
@@ -141,7 +164,7 @@ class _Arrivals:
         start = 0
         for size in self.sizes:
             self.calls_at_request.append(len(self.log.frame_shapes))
-            yield self.frames[:, start:start + size]
+            yield self.frames[:, start : start + size]
             start += size
         self.calls_at_request.append(len(self.log.frame_shapes))
 
@@ -164,8 +187,9 @@ def check_stream_denoise(function) -> CheckResult:
     def check(fn):
         model, log = _counted(_STREAM_UNITS, _STREAM_BINS)
         rng = np.random.default_rng(7)
-        frames = tf.constant(0.1 * rng.standard_normal((1, _STREAM_FRAMES, _STREAM_BINS)),
-                             tf.float32)
+        frames = tf.constant(
+            0.1 * rng.standard_normal((1, _STREAM_FRAMES, _STREAM_BINS)), tf.float32
+        )
         expected, _ = unroll(model, frames)
         plans = {f"chunks of {n}": _chunk_sizes(_STREAM_FRAMES, n) for n in (3, 4, 10, 1)}
         plans["chunks of 2, 5 and 3"] = [2, 5, 3]
@@ -174,29 +198,42 @@ def check_stream_denoise(function) -> CheckResult:
             arrivals = _Arrivals(frames, sizes, log)
             got = tf.convert_to_tensor(fn(model, iter(arrivals)))
             if tuple(got.shape) != tuple(expected.shape):
-                return False, f"With {label} you returned shape {tuple(got.shape)}; " \
-                              f"expected {tuple(expected.shape)}."
+                return (
+                    False,
+                    f"With {label} you returned shape {tuple(got.shape)}; "
+                    f"expected {tuple(expected.shape)}.",
+                )
             fault = _calls_fault(log, _STREAM_FRAMES, 1, _STREAM_BINS)
             if fault:
                 return False, f"With {label}, {fault[0].lower()}{fault[1:]}"
             done = [int(n) for n in np.cumsum([0, *sizes])]
             if arrivals.calls_at_request != done:
-                return False, f"With {label}, the step model had been called " \
-                              f"{arrivals.calls_at_request[:-1]} times when each chunk was " \
-                              f"read; a stream denoises each chunk before the next arrives " \
-                              f"({done[:-1]})."
+                return (
+                    False,
+                    f"With {label}, the step model had been called "
+                    f"{arrivals.calls_at_request[:-1]} times when each chunk was "
+                    f"read; a stream denoises each chunk before the next arrives "
+                    f"({done[:-1]}).",
+                )
             difference = max_abs_diff(got, expected)
             if difference > 1e-5:
                 per_frame = tf.reduce_max(tf.abs(got - expected), axis=[0, 2]).numpy()
                 first_bad = int(np.flatnonzero(per_frame > 1e-5)[0])
-                return False, f"With {label} your outputs differ from one full unroll by up " \
-                              f"to {sig(difference)}, first at frame {first_bad}."
+                return (
+                    False,
+                    f"With {label} your outputs differ from one full unroll by up "
+                    f"to {sig(difference)}, first at frame {first_bad}.",
+                )
         return _reaches_first_chunk(fn, model, frames)
 
-    return run_check("Exercise 2.1 (stream with a carried state)", function, check,
-                     hint="Each chunk must start from the state the previous chunk ended with, "
-                          "and be denoised as soon as it arrives: look at everything a step "
-                          "gives back, and keep what the next chunk needs.")
+    return run_check(
+        "Exercise 2.1 (stream with a carried state)",
+        function,
+        check,
+        hint="Each chunk must start from the state the previous chunk ended with, "
+        "and be denoised as soon as it arrives: look at everything a step "
+        "gives back, and keep what the next chunk needs.",
+    )
 
 
 def _reaches_first_chunk(fn, model, frames) -> tuple[bool, str]:
@@ -212,12 +249,21 @@ def _reaches_first_chunk(fn, model, frames) -> tuple[bool, str]:
     expected_reach = tape.gradient(expected_last, first)
     del tape
     if reach is None or float(tf.reduce_max(tf.abs(reach))) == 0.0:
-        return False, "The last output has no gradient with respect to the first chunk: the " \
-                      "state carried between chunks is cut from the tape (untruncated, the " \
-                      "gradient should reach it)."
+        return (
+            False,
+            "The last output has no gradient with respect to the first chunk: the "
+            "state carried between chunks is cut from the tape (untruncated, the "
+            "gradient should reach it).",
+        )
     if max_abs_diff(reach, expected_reach) > 1e-5 * float(tf.reduce_max(tf.abs(expected_reach))):
-        return False, "The gradient of the last output reaches the first chunk, but not as in " \
-                      "one full unroll: part of the path between chunks is cut."
-    return True, "Each chunk denoised as it arrives, one step-model call per frame, the state " \
-                 "carried across: the same outputs as one full unroll, and the gradient " \
-                 "reaches the first chunk."
+        return (
+            False,
+            "The gradient of the last output reaches the first chunk, but not as in "
+            "one full unroll: part of the path between chunks is cut.",
+        )
+    return (
+        True,
+        "Each chunk denoised as it arrives, one step-model call per frame, the state "
+        "carried across: the same outputs as one full unroll, and the gradient "
+        "reaches the first chunk.",
+    )

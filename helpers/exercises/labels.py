@@ -33,19 +33,31 @@ def check_rule_effect(function) -> CheckResult:
     def check(fn):
         for known, with_rule, without_rule, expected in CASES:
             got = fn(_labels(known), _labels(with_rule), _labels(without_rule))
-            if not (isinstance(got, tuple) and len(got) == 3
-                    and all(isinstance(x, (int, np.integer)) for x in got)):
+            if not (
+                isinstance(got, tuple)
+                and len(got) == 3
+                and all(isinstance(x, (int, np.integer)) for x in got)
+            ):
                 return False, f"Expected a tuple of three integers; got {got!r}."
             if tuple(int(x) for x in got) != expected:
-                known, with_rule, without_rule = ([int(v) for v in labels] for labels in
-                                                  (known, with_rule, without_rule))
-                return False, (f"Known {known}, with the rule {with_rule}, without it "
-                               f"{without_rule} (0 silent, 1 voiced, 2 unvoiced): expected "
-                               f"{expected}, got {tuple(int(x) for x in got)}.")
-        return True, (f"Right on all {len(CASES)} cases, including a changed frame that agrees "
-                      "neither before nor after the rule.")
+                known, with_rule, without_rule = (
+                    [int(v) for v in labels] for labels in (known, with_rule, without_rule)
+                )
+                return False, (
+                    f"Known {known}, with the rule {with_rule}, without it "
+                    f"{without_rule} (0 silent, 1 voiced, 2 unvoiced): expected "
+                    f"{expected}, got {tuple(int(x) for x in got)}."
+                )
+        return True, (
+            f"Right on all {len(CASES)} cases, including a changed frame that agrees "
+            "neither before nor after the rule."
+        )
 
-    return run_check("Exercise 7.1 (what a rule changes)", function, check,
-                     hint="Count only the frames where the two measurements differ; for each "
-                          "of those, compare each measurement with the known labels. A frame "
-                          "can disagree with them both before and after the rule.")
+    return run_check(
+        "Exercise 7.1 (what a rule changes)",
+        function,
+        check,
+        hint="Count only the frames where the two measurements differ; for each "
+        "of those, compare each measurement with the known labels. A frame "
+        "can disagree with them both before and after the rule.",
+    )

@@ -35,15 +35,24 @@ def check_gradient_status(function) -> CheckResult:
         for label, gradient, expected in _CASES:
             got = fn(gradient)
             if got not in STATUSES:
-                return False, f"For a gradient that is {label} you returned {got!r}; expected " \
-                              f"one of {', '.join(STATUSES)}."
+                return (
+                    False,
+                    f"For a gradient that is {label} you returned {got!r}; expected "
+                    f"one of {', '.join(STATUSES)}.",
+                )
             if got != expected:
-                return False, f"For a gradient that is {label} you returned {got!r}; " \
-                              f"expected {expected!r}."
+                return (
+                    False,
+                    f"For a gradient that is {label} you returned {got!r}; expected {expected!r}.",
+                )
         return True, "None, zero, NaN and both infinities are told apart; a tiny gradient is ok."
 
-    return run_check("Exercise 0.1 (the status of one gradient)", function, check,
-                     hint="There are four answers, and the order you test them in matters: "
-                          "a missing gradient first, then any value that is not a finite number "
-                          "(NaN, or an infinity of either sign), then all zeros. A tiny "
-                          "gradient is still a healthy one.")
+    return run_check(
+        "Exercise 0.1 (the status of one gradient)",
+        function,
+        check,
+        hint="There are four answers, and the order you test them in matters: "
+        "a missing gradient first, then any value that is not a finite number "
+        "(NaN, or an infinity of either sign), then all zeros. A tiny "
+        "gradient is still a healthy one.",
+    )

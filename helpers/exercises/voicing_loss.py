@@ -27,8 +27,9 @@ def _examples() -> tuple[Clip, Clip, Clip]:
     vowel = load_clip("vowel_a")
     audio, labels = excerpt(vowel.clean, vowel.labels, 0, 8)
     voiced = make_example("vowel_a[0:8]", audio, labels, seed=101)
-    quiet = make_example("quiet vowel_a[0:8]", audio * QUIET_SCALE, labels,
-                         noise_rms=0.01 * QUIET_SCALE, seed=101)
+    quiet = make_example(
+        "quiet vowel_a[0:8]", audio * QUIET_SCALE, labels, noise_rms=0.01 * QUIET_SCALE, seed=101
+    )
     silence = load_clip("silence")
     audio, labels = excerpt(silence.clean, silence.labels, 0, 8)
     silent = make_example("silence[0:8]", audio, labels, seed=102)
@@ -51,8 +52,12 @@ def check_train_step_or_skip(function) -> CheckResult:
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
         # the quiet clip first: its loss equals the silent file's only while the model's
         # output bias is still zero, as it is before the first voiced step
-        for example, expect_step in ((quiet, True), (silent, False), (voiced, True),
-                                     (silent, False)):
+        for example, expect_step in (
+            (quiet, True),
+            (silent, False),
+            (voiced, True),
+            (silent, False),
+        ):
             before = snapshot(model)
             iterations = int(optimizer.iterations)
             applied = fn(model, optimizer, example)
@@ -61,27 +66,39 @@ def check_train_step_or_skip(function) -> CheckResult:
             if not isinstance(applied, (bool, np.bool_)):
                 return False, f"On {example.name} you returned {applied!r}; expected True or False."
             if example is quiet and not (applied and stepped == 1):
-                return False, (f"On {example.name}, a voiced clip about 140 dB down, you returned "
-                               f"{applied} and the optimizer took {stepped} step(s); expected one "
-                               "step and True. Its loss is exactly the silent file's, yet every "
-                               "variable has a gradient: decide from the gradients, not from the "
-                               "loss value.")
+                return False, (
+                    f"On {example.name}, a voiced clip about 140 dB down, you returned "
+                    f"{applied} and the optimizer took {stepped} step(s); expected one "
+                    "step and True. Its loss is exactly the silent file's, yet every "
+                    "variable has a gradient: decide from the gradients, not from the "
+                    "loss value."
+                )
             if expect_step and not (applied and stepped == 1 and moved > 0):
-                return False, (f"On the voiced clip {example.name} you returned {applied} and "
-                               f"the optimizer took {stepped} step(s); expected one step and True.")
+                return False, (
+                    f"On the voiced clip {example.name} you returned {applied} and "
+                    f"the optimizer took {stepped} step(s); expected one step and True."
+                )
             if not expect_step and (applied or stepped or moved):
-                return False, (f"On the silent clip {example.name} you returned {applied}, the "
-                               f"optimizer took {stepped} step(s) and the weights moved by up to "
-                               f"{moved:.2g}; expected False, no step and no movement (also "
-                               "right after a voiced step, when Adam has momentum).")
-        return True, ("Voiced clips train, even a very quiet one, and silent clips are skipped "
-                      "without touching the weights or Adam's state.")
+                return False, (
+                    f"On the silent clip {example.name} you returned {applied}, the "
+                    f"optimizer took {stepped} step(s) and the weights moved by up to "
+                    f"{moved:.2g}; expected False, no step and no movement (also "
+                    "right after a voiced step, when Adam has momentum)."
+                )
+        return True, (
+            "Voiced clips train, even a very quiet one, and silent clips are skipped "
+            "without touching the weights or Adam's state."
+        )
 
-    return run_check("Exercise 3.1 (skip a step that has no gradient)", function, check,
-                     hint="Look at what the list of gradients holds on a silent file, and decide "
-                          "from that list, not from the loss value: a quiet voiced file can have "
-                          "the very same loss. Turning None into zeros is not skipping: Adam's "
-                          "momentum would still move the weights.")
+    return run_check(
+        "Exercise 3.1 (skip a step that has no gradient)",
+        function,
+        check,
+        hint="Look at what the list of gradients holds on a silent file, and decide "
+        "from that list, not from the loss value: a quiet voiced file can have "
+        "the very same loss. Turning None into zeros is not skipping: Adam's "
+        "momentum would still move the weights.",
+    )
 
 
 def _reference_distance(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> float:
@@ -106,8 +123,12 @@ def _distance_cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     return [
         ("every frame selected, no zeros", ref, est, np.ones(6, dtype=bool)),
         ("silent frames (zero magnitudes) outside the mask", silent_ref, silent_est, mask),
-        ("no frame selected (a file without speech)", silent_ref, silent_est,
-         np.zeros(6, dtype=bool)),
+        (
+            "no frame selected (a file without speech)",
+            silent_ref,
+            silent_est,
+            np.zeros(6, dtype=bool),
+        ),
         ("a quiet selected frame (magnitudes near 1e-36, not zero)", quiet_ref, quiet_est, mask),
     ]
 
@@ -128,47 +149,66 @@ def check_masked_log_distance(function) -> CheckResult:
             if not np.isfinite(value) or abs(value - expected) > 1e-4 * max(1.0, abs(expected)):
                 fault = ""
                 if "quiet" in name and np.isfinite(value):
-                    fault = (" A floor or an epsilon inside the log changes the distance of "
-                             "quiet frames; the exercise asks for the plain log.")
+                    fault = (
+                        " A floor or an epsilon inside the log changes the distance of "
+                        "quiet frames; the exercise asks for the plain log."
+                    )
                 elif not mask.any():
                     fault = " With no frame selected, the average is 0 / 0."
                 elif not np.isfinite(value):
-                    fault = (" The value itself is not finite: the log of a zero magnitude "
-                             "outside the mask is -inf, and a 0/1 mask multiplies it "
-                             "(0 x inf = NaN).")
-                return False, (f"Case '{name}': the value is {value:.5g}; expected "
-                               f"{expected:.5g}.{fault}")
+                    fault = (
+                        " The value itself is not finite: the log of a zero magnitude "
+                        "outside the mask is -inf, and a 0/1 mask multiplies it "
+                        "(0 x inf = NaN)."
+                    )
+                return False, (
+                    f"Case '{name}': the value is {value:.5g}; expected {expected:.5g}.{fault}"
+                )
             if grad is None and not mask.any():
-                return False, (f"Case '{name}': the value is right, but its gradient with "
-                               "respect to estimate_mag is None: with no frame selected your "
-                               "function returns a constant that does not depend on the "
-                               "estimate (a tf.cond or an if that picks a constant branch). A "
-                               "loss built from it gives all-None gradients on a file without "
-                               "speech, notebook 03's error. Return a result still computed "
-                               "from estimate_mag.")
+                return False, (
+                    f"Case '{name}': the value is right, but its gradient with "
+                    "respect to estimate_mag is None: with no frame selected your "
+                    "function returns a constant that does not depend on the "
+                    "estimate (a tf.cond or an if that picks a constant branch). A "
+                    "loss built from it gives all-None gradients on a file without "
+                    "speech, notebook 03's error. Return a result still computed "
+                    "from estimate_mag."
+                )
             if grad is None:
-                return False, (f"Case '{name}': the gradient with respect to estimate_mag is "
-                               "None; compute the distance from estimate_mag with TensorFlow "
-                               "ops (no NumPy, no .numpy()).")
+                return False, (
+                    f"Case '{name}': the gradient with respect to estimate_mag is "
+                    "None; compute the distance from estimate_mag with TensorFlow "
+                    "ops (no NumPy, no .numpy())."
+                )
             grad = grad.numpy()
             if not np.all(np.isfinite(grad)):
                 bad = sorted({int(i) for i in np.argwhere(~np.isfinite(grad))[:, 0]})
-                cause = (" Nothing is selected, so the average divides 0 by 0; a NaN in a "
-                         "branch that tf.where throws away still reaches the gradient."
-                         if not mask.any() else
-                         " The log of a zero magnitude outside the mask has an infinite slope, "
-                         "and tf.where passes 0 x inf = NaN back to it.")
-                return False, (f"Case '{name}': the gradient is NaN/inf on frames {bad} "
-                               f"(mask = {mask.astype(int).tolist()}).{cause}")
+                cause = (
+                    " Nothing is selected, so the average divides 0 by 0; a NaN in a "
+                    "branch that tf.where throws away still reaches the gradient."
+                    if not mask.any()
+                    else " The log of a zero magnitude outside the mask has an infinite slope, "
+                    "and tf.where passes 0 x inf = NaN back to it."
+                )
+                return False, (
+                    f"Case '{name}': the gradient is NaN/inf on frames {bad} "
+                    f"(mask = {mask.astype(int).tolist()}).{cause}"
+                )
             if np.any(grad[~mask] != 0):
                 return False, f"Case '{name}': frames outside the mask get a non-zero gradient."
-        return True, ("Finite gradients with zero magnitudes outside the mask, and 0.0 for a "
-                      "file without selected frames.")
+        return True, (
+            "Finite gradients with zero magnitudes outside the mask, and 0.0 for a "
+            "file without selected frames."
+        )
 
-    return run_check("Exercise 4.1 (a masked log distance without NaN)", function, check,
-                     hint="Two traps, both outside the mask. tf.where picks values, but the "
-                          "gradient still flows back through both of its inputs, and the slope of "
-                          "a log at zero is infinite. And a file without speech selects no frame "
-                          "at all: what is an average over nothing, and is your answer then still "
-                          "connected to the estimate? A floor inside the log is not the way out: "
-                          "it changes the value of quiet frames.")
+    return run_check(
+        "Exercise 4.1 (a masked log distance without NaN)",
+        function,
+        check,
+        hint="Two traps, both outside the mask. tf.where picks values, but the "
+        "gradient still flows back through both of its inputs, and the slope of "
+        "a log at zero is infinite. And a file without speech selects no frame "
+        "at all: what is an average over nothing, and is your answer then still "
+        "connected to the estimate? A floor inside the log is not the way out: "
+        "it changes the value of quiet frames.",
+    )

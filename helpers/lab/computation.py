@@ -54,18 +54,27 @@ class AdamStep:
     def describe(self) -> str:
         head = f"Adam after {ADAM_WARMUP_STEPS} steps on {self.warmup}: one more step"
         if self.outcome == "raises":
-            return (f"{head} raises {self.message}; the weights do not move (a training loop "
-                    "stops here)")
+            return (
+                f"{head} raises {self.message}; the weights do not move (a training loop "
+                "stops here)"
+            )
         if self.outcome == "skipped":
-            return (f"{head} is skipped (no gradient is non-zero): the weights and Adam's "
-                    "state stay as they were, 0% of a voiced step")
-        return (f"{head} with these gradients moves the weights {self.fraction:.0%} as far as "
-                f"a voiced step (mean |dw| {sig(self.voiced_move)}), {self._direction()} "
-                "(1: straight on, where Adam's momentum points)")
+            return (
+                f"{head} is skipped (no gradient is non-zero): the weights and Adam's "
+                "state stay as they were, 0% of a voiced step"
+            )
+        return (
+            f"{head} with these gradients moves the weights {self.fraction:.0%} as far as "
+            f"a voiced step (mean |dw| {sig(self.voiced_move)}), {self._direction()} "
+            "(1: straight on, where Adam's momentum points)"
+        )
 
     def _direction(self) -> str:
-        return ("in no direction" if self.cosine is None
-                else f"at cosine {sig(self.cosine, 2)} to the last voiced step")
+        return (
+            "in no direction"
+            if self.cosine is None
+            else f"at cosine {sig(self.cosine, 2)} to the last voiced step"
+        )
 
     def short(self) -> str:
         """The step's size and direction in a few words (or what happened instead)."""
@@ -95,8 +104,9 @@ def lab_model(seed: int = 0) -> keras.Model:
     return make_gru_step_model()
 
 
-def _loss_and_grads(model: keras.Model, example: Clip, loss_fn: Callable,
-                    loss_kwargs: dict[str, Any]) -> tuple[tf.Tensor, list]:
+def _loss_and_grads(
+    model: keras.Model, example: Clip, loss_fn: Callable, loss_kwargs: dict[str, Any]
+) -> tuple[tf.Tensor, list]:
     """The loss and the tape's gradients (``None`` where the loss does not reach)."""
     variables = model.trainable_variables
     clean = tf.constant(example.clean)
@@ -105,8 +115,10 @@ def _loss_and_grads(model: keras.Model, example: Clip, loss_fn: Callable,
         loss = loss_fn(clean, estimate, example.labels, **loss_kwargs)
     loss = tf.convert_to_tensor(loss)
     if loss.shape.rank != 0 or not loss.dtype.is_floating:
-        raise ValueError(f"a lab loss must return a float scalar; got shape "
-                         f"{tuple(loss.shape)}, dtype {loss.dtype.name}.")
+        raise ValueError(
+            f"a lab loss must return a float scalar; got shape "
+            f"{tuple(loss.shape)}, dtype {loss.dtype.name}."
+        )
     return loss, gradients_of(tape, loss, variables)
 
 
@@ -118,12 +130,15 @@ def apply_policy(grads: list, variables: list, policy: str) -> list:
     return [tf.zeros(v.shape, v.dtype) if g is None else g for g, v in zip(grads, variables)]
 
 
-def _bind(model: keras.Model, example: Clip, loss_fn: Callable,
-          fixed: dict[str, Any]) -> Callable[..., tuple[tf.Tensor, list]]:
+def _bind(
+    model: keras.Model, example: Clip, loss_fn: Callable, fixed: dict[str, Any]
+) -> Callable[..., tuple[tf.Tensor, list]]:
     """``compute(**knobs)``: the loss and gradients with ``fixed`` and ``knobs`` (tensors
     inside ``tf.function``) as the loss's keyword arguments."""
+
     def compute(**knobs):
         return _loss_and_grads(model, example, loss_fn, {**fixed, **knobs})
+
     return compute
 
 
@@ -164,9 +179,13 @@ class LabComputation:
     the model's weights (the Adam panel puts them back).
     """
 
-    def __init__(self, model: keras.Model | None = None, *,
-                 losses: Mapping[str, Callable] | None = None,
-                 clips: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        model: keras.Model | None = None,
+        *,
+        losses: Mapping[str, Callable] | None = None,
+        clips: Mapping[str, Any] | None = None,
+    ):
         self.model = check_model(model) if model is not None else lab_model()
         self.losses = check_losses(losses)
         self.examples = lab_examples(clips)
@@ -175,14 +194,36 @@ class LabComputation:
         self._results: dict[LabSetting, LabResult] = {}
         self._adam: tuple[TrainingState, np.ndarray, np.ndarray, str] | None = None
 
-    def setting(self, clip: str, loss: str, mode: str = "eager", policy: str = "keep",
-                else_scale: str = "off", silence_weight: str = "1") -> LabSetting:
+    def setting(
+        self,
+        clip: str,
+        loss: str,
+        mode: str = "eager",
+        policy: str = "keep",
+        else_scale: str = "off",
+        silence_weight: str = "1",
+    ) -> LabSetting:
         """A checked setting of this lab's clips and losses."""
-        return make_setting(clip, loss, mode, policy, else_scale, silence_weight,
-                            clips=self.examples, losses=self.losses)
+        return make_setting(
+            clip,
+            loss,
+            mode,
+            policy,
+            else_scale,
+            silence_weight,
+            clips=self.examples,
+            losses=self.losses,
+        )
 
-    def result_for(self, clip: str, loss: str, mode: str = "eager", policy: str = "keep",
-                   else_scale: str = "off", silence_weight: str = "1") -> LabResult:
+    def result_for(
+        self,
+        clip: str,
+        loss: str,
+        mode: str = "eager",
+        policy: str = "keep",
+        else_scale: str = "off",
+        silence_weight: str = "1",
+    ) -> LabResult:
         """The result of any setting (cached)."""
         return self.result(self.setting(clip, loss, mode, policy, else_scale, silence_weight))
 
@@ -195,8 +236,12 @@ class LabComputation:
             loss, grads = self._loss_and_grads(setting)
             variables = self.model.trainable_variables
             grads = apply_policy(grads, variables, setting.policy)
-            self._results[setting] = LabResult(setting, loss, gradient_report(grads, variables),
-                                               self._adam_step(grads, setting.policy))
+            self._results[setting] = LabResult(
+                setting,
+                loss,
+                gradient_report(grads, variables),
+                self._adam_step(grads, setting.policy),
+            )
         return self._results[setting]
 
     def _loss_and_grads(self, setting: LabSetting) -> tuple[float, list]:
@@ -211,16 +256,23 @@ class LabComputation:
             if setting.mode == "eager":
                 loss, grads = _bind(self.model, example, loss_fn, kwargs)()
             else:
-                tensors = {k: v for k, v in kwargs.items()
-                           if k in _tensor_knobs(loss_fn) and v is not None}
+                tensors = {
+                    k: v for k, v in kwargs.items() if k in _tensor_knobs(loss_fn) and v is not None
+                }
                 fixed = {k: v for k, v in kwargs.items() if k not in tensors}
-                graph_key = (setting.clip, setting.loss, tuple(sorted(fixed.items())),
-                             tuple(sorted(tensors)))
+                graph_key = (
+                    setting.clip,
+                    setting.loss,
+                    tuple(sorted(fixed.items())),
+                    tuple(sorted(tensors)),
+                )
                 if graph_key not in self._graphs:
                     self._graphs[graph_key] = tf.function(
-                        _bind(self.model, example, loss_fn, fixed), autograph=False)
+                        _bind(self.model, example, loss_fn, fixed), autograph=False
+                    )
                 loss, grads = self._graphs[graph_key](
-                    **{k: tf.constant(v, tf.float32) for k, v in tensors.items()})
+                    **{k: tf.constant(v, tf.float32) for k, v in tensors.items()}
+                )
             self._grads[key] = (float(loss), list(grads))
         return self._grads[key]
 
@@ -229,8 +281,11 @@ class LabComputation:
         default) with the ``masked`` loss (else the first): its state, the last of those
         steps and one more voiced step (weight changes); the model's weights are put back."""
         if self._adam is None:
-            clip = "voiced" if "voiced" in self.examples else max(
-                self.examples, key=lambda n: int(self.examples[n].labels.voiced.sum()))
+            clip = (
+                "voiced"
+                if "voiced" in self.examples
+                else max(self.examples, key=lambda n: int(self.examples[n].labels.voiced.sum()))
+            )
             loss = "masked" if "masked" in self.losses else next(iter(self.losses))
             compute = _bind(self.model, self.examples[clip], self.losses[loss], {})
             original = snapshot(self.model)
@@ -243,7 +298,8 @@ class LabComputation:
                         raise ValueError(
                             f"the Adam panel warms Adam up with loss {loss!r} on clip "
                             f"{clip!r}, and it gives no gradient there: pass a clip with "
-                            "voiced frames and a loss that reaches the model.")
+                            "voiced frames and a loss that reaches the model."
+                        )
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # a None among the gradients
                         last = TrainingState(self.model, optimizer).step(grads)  # kept
@@ -263,9 +319,15 @@ class LabComputation:
         try:
             update = _trial_update(state, grads)
         except ValueError as error:
-            return AdamStep("raises", 0.0, voiced_move, warmup,
-                            f"ValueError ({str(error).strip()})")
+            return AdamStep(
+                "raises", 0.0, voiced_move, warmup, f"ValueError ({str(error).strip()})"
+            )
         finally:
             restore_weights(self.model, original)
-        return AdamStep("step", float(np.abs(update).mean()) / voiced_move, voiced_move, warmup,
-                        cosine=cosine(update, last) if np.any(update) else None)
+        return AdamStep(
+            "step",
+            float(np.abs(update).mean()) / voiced_move,
+            voiced_move,
+            warmup,
+            cosine=cosine(update, last) if np.any(update) else None,
+        )

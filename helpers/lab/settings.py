@@ -34,14 +34,26 @@ LAB_LOSSES: dict[str, Callable] = {
 MODES = ("eager", "tf.function")
 # The hack's scale, log-spaced from 1e-12 to 1 (every second decade; 1e-10 is the answer's).
 ELSE_SCALES: dict[str, float | None] = {
-    "off": None, "1e-12": 1e-12, "1e-10": 1e-10, "1e-8": 1e-8, "1e-6": 1e-6, "1e-4": 1e-4,
-    "1e-2": 1e-2, "1": 1.0}
+    "off": None,
+    "1e-12": 1e-12,
+    "1e-10": 1e-10,
+    "1e-8": 1e-8,
+    "1e-6": 1e-6,
+    "1e-4": 1e-4,
+    "1e-2": 1e-2,
+    "1": 1.0,
+}
 SILENCE_WEIGHTS: dict[str, float] = {
-    "0": 0.0, "0.1": 0.1, "0.3": 0.3, "1": 1.0, "3": 3.0, "10": 10.0}
+    "0": 0.0,
+    "0.1": 0.1,
+    "0.3": 0.3,
+    "1": 1.0,
+    "3": 3.0,
+    "10": 10.0,
+}
 POLICIES = ("keep", "zeros", "skip")  # keep the tape's None, make them zeros, skip the step
 # Keyword arguments of a loss that the lab sets from a slider, with each slider's options.
-KNOBS: dict[str, dict[str, Any]] = {"else_scale": ELSE_SCALES,
-                                    "silence_weight": SILENCE_WEIGHTS}
+KNOBS: dict[str, dict[str, Any]] = {"else_scale": ELSE_SCALES, "silence_weight": SILENCE_WEIGHTS}
 # Every control, in the order of the summary line.
 CONTROL_NAMES = ("clip", "loss", "else_scale", "silence_weight", "mode", "policy")
 
@@ -55,8 +67,10 @@ def lab_examples(clips: Mapping[str, Any] | None = None) -> dict[str, Clip]:
     """
     clips = LAB_CLIPS if clips is None else clips
     if not isinstance(clips, Mapping) or not clips:
-        raise TypeError(f"clips must be a non-empty dict of name -> clip; got "
-                        f"{type(clips).__name__}{'' if clips else ' (empty)'}.")
+        raise TypeError(
+            f"clips must be a non-empty dict of name -> clip; got "
+            f"{type(clips).__name__}{'' if clips else ' (empty)'}."
+        )
     return {_check_name(name, "clip"): _as_example(name, value) for name, value in clips.items()}
 
 
@@ -65,8 +79,12 @@ def _as_example(name: str, value: Any) -> Clip:
         _check_clip_audio(name, value.audio, value.labels, "audio")
         _check_clip_audio(name, value.clean, value.labels, "clean")
         return value
-    if (isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], str)
-            and all(is_int(v) for v in value[1:])):
+    if (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and all(is_int(v) for v in value[1:])
+    ):
         return dataclasses.replace(clip_excerpt(ClipExcerpt(*value)), name=name)
     if isinstance(value, tuple) and len(value) == 2:
         audio, labels = value
@@ -75,13 +93,16 @@ def _as_example(name: str, value: Any) -> Clip:
     raise TypeError(
         f"clip {name!r} must be (clean audio, FrameLabels), a helpers.audio.ClipExcerpt "
         f"(course clip name, start frame, stop frame) or a helpers.audio.Clip; got "
-        f"{type(value).__name__}.")
+        f"{type(value).__name__}."
+    )
 
 
 def _check_clip_audio(name: str, audio: Any, labels: Any, what: str) -> None:
     if not isinstance(labels, FrameLabels):
-        raise TypeError(f"clip {name!r}: labels must be helpers.audio.FrameLabels (one entry "
-                        f"per frame); got {type(labels).__name__}.")
+        raise TypeError(
+            f"clip {name!r}: labels must be helpers.audio.FrameLabels (one entry "
+            f"per frame); got {type(labels).__name__}."
+        )
     if not hasattr(audio, "shape"):
         audio = np.asarray(audio)
     check_audio(audio, f"clip {name!r} {what} (1-D float audio)")
@@ -99,18 +120,23 @@ def check_losses(losses: Mapping[str, Callable] | None = None) -> dict[str, Call
     course's call shape, ``helpers.voicing.loss``) and returns a scalar tensor."""
     losses = LAB_LOSSES if losses is None else losses
     if not isinstance(losses, Mapping) or not losses:
-        raise TypeError(f"losses must be a non-empty dict of name -> loss function; got "
-                        f"{type(losses).__name__}{'' if losses else ' (empty)'}.")
+        raise TypeError(
+            f"losses must be a non-empty dict of name -> loss function; got "
+            f"{type(losses).__name__}{'' if losses else ' (empty)'}."
+        )
     for name, fn in losses.items():
         _check_name(name, "loss")
         if not callable(fn):
-            raise TypeError(f"loss {name!r} must be callable as loss(reference, estimate, "
-                            f"labels); got {type(fn).__name__}.")
+            raise TypeError(
+                f"loss {name!r} must be callable as loss(reference, estimate, "
+                f"labels); got {type(fn).__name__}."
+            )
         try:
             inspect.signature(fn).bind(None, None, None)
         except TypeError as error:
-            raise TypeError(f"loss {name!r} must take three arguments, (reference, estimate, "
-                            f"labels): {error}.") from error
+            raise TypeError(
+                f"loss {name!r} must take three arguments, (reference, estimate, labels): {error}."
+            ) from error
         except ValueError:  # a builtin without a signature: let it run
             pass
     return dict(losses)
@@ -122,9 +148,13 @@ def loss_knobs(loss_fn: Callable) -> tuple[str, ...]:
         parameters = inspect.signature(loss_fn).parameters
     except ValueError:
         return ()
-    return tuple(k for k in KNOBS if k in parameters
-                 and parameters[k].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                            inspect.Parameter.KEYWORD_ONLY))
+    return tuple(
+        k
+        for k in KNOBS
+        if k in parameters
+        and parameters[k].kind
+        in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    )
 
 
 def check_model(model: Any) -> keras.Model:
@@ -149,8 +179,9 @@ class LabSetting:
 
     def values(self) -> dict[str, str]:
         """``name -> value`` of every control that applies, in ``CONTROL_NAMES`` order."""
-        return {name: getattr(self, name) for name in CONTROL_NAMES
-                if getattr(self, name) is not None}
+        return {
+            name: getattr(self, name) for name in CONTROL_NAMES if getattr(self, name) is not None
+        }
 
     def describe(self) -> str:
         return ", ".join(f"{name}={value}" for name, value in self.values().items())
@@ -159,20 +190,35 @@ class LabSetting:
         return {k: KNOBS[k][getattr(self, k)] for k in KNOBS if getattr(self, k) is not None}
 
 
-def make_setting(clip: str, loss: str, mode: str = "eager", policy: str = "keep",
-                 else_scale: str = "off", silence_weight: str = "1", *,
-                 clips: Mapping[str, Any] | None = None,
-                 losses: Mapping[str, Callable] | None = None) -> LabSetting:
+def make_setting(
+    clip: str,
+    loss: str,
+    mode: str = "eager",
+    policy: str = "keep",
+    else_scale: str = "off",
+    silence_weight: str = "1",
+    *,
+    clips: Mapping[str, Any] | None = None,
+    losses: Mapping[str, Callable] | None = None,
+) -> LabSetting:
     """Check every value against its options; drop the knobs the loss does not take."""
     losses = LAB_LOSSES if losses is None else losses
     clip_names = LAB_CLIPS if clips is None else clips
-    for value, options, what in ((clip, clip_names, "clip"), (loss, losses, "loss"),
-                                 (mode, MODES, "mode"), (policy, POLICIES, "policy")):
+    for value, options, what in (
+        (clip, clip_names, "clip"),
+        (loss, losses, "loss"),
+        (mode, MODES, "mode"),
+        (policy, POLICIES, "policy"),
+    ):
         check_choice(value, options, what)
     knobs = loss_knobs(losses[loss])
     chosen = {"else_scale": else_scale, "silence_weight": silence_weight}
     for name, value in chosen.items():
         check_choice(value, KNOBS[name], name)
-    return LabSetting(clip, loss, mode, policy,
-                      **{name: (value if name in knobs else None)
-                         for name, value in chosen.items()})
+    return LabSetting(
+        clip,
+        loss,
+        mode,
+        policy,
+        **{name: (value if name in knobs else None) for name, value in chosen.items()},
+    )

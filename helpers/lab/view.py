@@ -67,36 +67,59 @@ class GradientLab:
 
     ``GradientLab(model=None, losses=None, clips=None)`` takes what ``LabComputation`` takes;
     ``clip``, ``loss``, ... set the controls' first values. Every element has the CSS class
-    ``gradient-lab-<name>`` (CONTRIBUTING.md, "The gradient lab in a stored notebook").
+    ``gradient-lab-<name>`` (CONTRIBUTING.md, "Stored outputs").
     """
 
-    def __init__(self, model: keras.Model | None = None, *,
-                 losses: Mapping[str, Callable] | None = None,
-                 clips: Mapping[str, Any] | None = None, clip: str | None = None,
-                 loss: str | None = None, mode: str = "eager", policy: str = "keep",
-                 else_scale: str = "off", silence_weight: str = "1"):
+    def __init__(
+        self,
+        model: keras.Model | None = None,
+        *,
+        losses: Mapping[str, Callable] | None = None,
+        clips: Mapping[str, Any] | None = None,
+        clip: str | None = None,
+        loss: str | None = None,
+        mode: str = "eager",
+        policy: str = "keep",
+        else_scale: str = "off",
+        silence_weight: str = "1",
+    ):
         self.lab = LabComputation(model, losses=losses, clips=clips)
         self.model, self.losses, self.examples = self.lab.model, self.lab.losses, self.lab.examples
-        clip = clip if clip is not None else ("silent" if "silent" in self.examples
-                                              else next(iter(self.examples)))
-        loss = loss if loss is not None else ("per-frame (question)" if "per-frame (question)"
-                                              in self.losses else next(iter(self.losses)))
+        clip = (
+            clip
+            if clip is not None
+            else ("silent" if "silent" in self.examples else next(iter(self.examples)))
+        )
+        loss = (
+            loss
+            if loss is not None
+            else (
+                "per-frame (question)"
+                if "per-frame (question)" in self.losses
+                else next(iter(self.losses))
+            )
+        )
         self.lab.setting(clip, loss, mode, policy, else_scale, silence_weight)  # a clear error
         self._pictures: dict[tuple, tuple[str, bytes]] = {}
         self.controls: dict[str, widgets.Widget] = {
-            "clip": widgets.Dropdown(options=list(self.examples), value=clip,
-                                     description="clip"),
-            "loss": widgets.Dropdown(options=list(self.losses), value=loss,
-                                     description="loss"),
+            "clip": widgets.Dropdown(options=list(self.examples), value=clip, description="clip"),
+            "loss": widgets.Dropdown(options=list(self.losses), value=loss, description="loss"),
             "else_scale": widgets.SelectionSlider(
-                options=list(ELSE_SCALES), value=else_scale, description="else_scale",
-                continuous_update=False),
+                options=list(ELSE_SCALES),
+                value=else_scale,
+                description="else_scale",
+                continuous_update=False,
+            ),
             "silence_weight": widgets.SelectionSlider(
-                options=list(SILENCE_WEIGHTS), value=silence_weight,
-                description="silence_weight", continuous_update=False),
+                options=list(SILENCE_WEIGHTS),
+                value=silence_weight,
+                description="silence_weight",
+                continuous_update=False,
+            ),
             "mode": widgets.ToggleButtons(options=list(MODES), value=mode, description="mode"),
-            "policy": widgets.ToggleButtons(options=list(POLICIES), value=policy,
-                                            description="policy"),
+            "policy": widgets.ToggleButtons(
+                options=list(POLICIES), value=policy, description="policy"
+            ),
         }
         self.summary = widgets.HTML()
         self.view = widgets.Output()
@@ -111,11 +134,17 @@ class GradientLab:
         self.view.add_class("gradient-lab-table")
         self.adam_panel.add_class("gradient-lab-adam")
         c = self.controls
-        self.widget = widgets.VBox([
-            widgets.HTML(LAB_CSS, layout=widgets.Layout(display="none")),
-            widgets.HBox([c["clip"], c["loss"]]),
-            widgets.HBox([c["else_scale"], c["silence_weight"]]),
-            widgets.HBox([c["mode"], c["policy"]]), self.summary, self.adam_panel, self.view])
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(LAB_CSS, layout=widgets.Layout(display="none")),
+                widgets.HBox([c["clip"], c["loss"]]),
+                widgets.HBox([c["else_scale"], c["silence_weight"]]),
+                widgets.HBox([c["mode"], c["policy"]]),
+                self.summary,
+                self.adam_panel,
+                self.view,
+            ]
+        )
         self.widget.add_class("gradient-lab")
         self.result: LabResult | None = None
         self.error: str | None = None  # what went wrong in the last change, if anything
@@ -124,11 +153,19 @@ class GradientLab:
     def setting(self) -> LabSetting:
         """The setting the controls show now."""
         v = {name: control.value for name, control in self.controls.items()}
-        return self.lab.setting(v["clip"], v["loss"], v["mode"], v["policy"], v["else_scale"],
-                                v["silence_weight"])
+        return self.lab.setting(
+            v["clip"], v["loss"], v["mode"], v["policy"], v["else_scale"], v["silence_weight"]
+        )
 
-    def result_for(self, clip: str, loss: str, mode: str = "eager", policy: str = "keep",
-                   else_scale: str = "off", silence_weight: str = "1") -> LabResult:
+    def result_for(
+        self,
+        clip: str,
+        loss: str,
+        mode: str = "eager",
+        policy: str = "keep",
+        else_scale: str = "off",
+        silence_weight: str = "1",
+    ) -> LabResult:
         """The result of any setting (cached), without moving the controls or drawing."""
         return self.lab.result_for(clip, loss, mode, policy, else_scale, silence_weight)
 
@@ -154,7 +191,8 @@ class GradientLab:
             off = getattr(setting, knob) is None
             self.controls[knob].disabled = off
             (self.controls[knob].add_class if off else self.controls[knob].remove_class)(
-                "lab-control-off")
+                "lab-control-off"
+            )
         self.result, self.error = self.lab.result(setting), None
         table_html, png = self._picture(self.result.report)
         self.summary.value = text_html(self.result.describe(), bold=True)
@@ -186,7 +224,10 @@ class GradientLab:
         return {
             "text/plain": self.text(),
             "application/vnd.jupyter.widget-view+json": {
-                "version_major": 2, "version_minor": 0, "model_id": self.widget.model_id},
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self.widget.model_id,
+            },
         }
 
     def text(self) -> str:
@@ -205,10 +246,16 @@ def lab_figure(report: GradientReport) -> Figure:
     A plain ``Figure``, not one from pyplot: the lab draws it in a widget callback, and a
     pyplot figure is the inline backend's to show, in whatever cell runs next, if it is
     still open then."""
-    figure = Figure(figsize=(LAB_FIGURE_WIDTH, norms_figure_height(len(report))),
-                    layout="constrained")
-    plot_gradient_norms(report, ax=figure.add_subplot(), title=LAB_FIGURE_TITLE,
-                        xlim=LAB_NORM_RANGE, legend_statuses=STATUSES)
+    figure = Figure(
+        figsize=(LAB_FIGURE_WIDTH, norms_figure_height(len(report))), layout="constrained"
+    )
+    plot_gradient_norms(
+        report,
+        ax=figure.add_subplot(),
+        title=LAB_FIGURE_TITLE,
+        xlim=LAB_NORM_RANGE,
+        legend_statuses=STATUSES,
+    )
     return figure
 
 
@@ -227,8 +274,8 @@ def text_html(text: str, bold: bool = False) -> str:
 def fallback_text(result: LabResult) -> str:
     """What a notebook shows where the widget is not drawn: ``FALLBACK_NOTE``, then the
     summary line and the Adam panel as paragraphs of at most ``FALLBACK_WIDTH`` characters."""
+
     def wrap(text: str) -> str:
-        return textwrap.fill(text, FALLBACK_WIDTH, break_long_words=False,
-                             break_on_hyphens=False)
+        return textwrap.fill(text, FALLBACK_WIDTH, break_long_words=False, break_on_hyphens=False)
 
     return f"{FALLBACK_NOTE}\n{wrap(result.describe())}\n\n{wrap(result.adam.describe())}"

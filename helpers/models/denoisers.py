@@ -51,8 +51,13 @@ class LogMagnitude(keras.layers.Layer):
     silent frames, where ``|X|`` is 0 and the gradient of ``log`` is infinite.
     """
 
-    def __init__(self, eps: float = LOG_EPS, offset: float = FEATURE_OFFSET,
-                 scale: float = FEATURE_SCALE, **kwargs):
+    def __init__(
+        self,
+        eps: float = LOG_EPS,
+        offset: float = FEATURE_OFFSET,
+        scale: float = FEATURE_SCALE,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.eps, self.offset, self.scale = float(eps), float(offset), float(scale)
 
@@ -60,8 +65,7 @@ class LogMagnitude(keras.layers.Layer):
         return (log_compress(tf.square(magnitude), self.eps) - self.offset) / self.scale
 
     def get_config(self):
-        return {**super().get_config(), "eps": self.eps, "offset": self.offset,
-                "scale": self.scale}
+        return {**super().get_config(), "eps": self.eps, "offset": self.offset, "scale": self.scale}
 
 
 def _gru_step(units: int, bins: int):
@@ -72,7 +76,8 @@ def _gru_step(units: int, bins: int):
     previous_state = keras.Input((int(units),), name="previous_state")
     features = LogMagnitude(name="features")(noisy_magnitude)
     gru_output, [next_state] = keras.layers.GRUCell(int(units), name="gru_cell")(
-        features, [previous_state])
+        features, [previous_state]
+    )
     return [noisy_magnitude, previous_state], features, gru_output, next_state
 
 
@@ -98,9 +103,11 @@ def apply_masks(masks, noisy_spectrum, length: int) -> tf.Tensor:
     noisy_spectrum = tf.convert_to_tensor(noisy_spectrum)
     masks = tf.convert_to_tensor(masks)
     if not masks.shape[-2:].is_compatible_with(noisy_spectrum.shape[-2:]):
-        raise ValueError(f"masks of shape {tuple(masks.shape)} do not fit the spectrum of shape "
-                         f"{tuple(noisy_spectrum.shape)}; expected one mask value per frame and "
-                         "bin.")
+        raise ValueError(
+            f"masks of shape {tuple(masks.shape)} do not fit the spectrum of shape "
+            f"{tuple(noisy_spectrum.shape)}; expected one mask value per frame and "
+            "bin."
+        )
     return istft(tf.cast(masks, noisy_spectrum.dtype) * noisy_spectrum, length)
 
 
@@ -123,8 +130,9 @@ class Gain(keras.layers.Layer):
         return inputs * self.gain
 
 
-def make_conv_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | None = None
-                       ) -> keras.Model:
+def make_conv_denoiser(
+    kernel_size: int = 33, channels: int = 8, seed: int | None = None
+) -> keras.Model:
     """A tiny waveform denoiser: ``estimate = gain * noisy + mix(tanh(filter_bank(noisy)))``.
 
     A bank of ``channels`` FIR filters, a tanh, a 1x1 mix back to one channel, plus the input
@@ -134,30 +142,39 @@ def make_conv_denoiser(kernel_size: int = 33, channels: int = 8, seed: int | Non
     global random state is left alone; without it they follow ``make_deterministic``.
     """
     noisy = keras.Input(shape=(None, 1), name="noisy")
-    hidden = keras.layers.Conv1D(channels, kernel_size, padding="same", activation="tanh",
-                                 kernel_initializer=keras.initializers.GlorotUniform(seed=seed),
-                                 name="filter_bank")(noisy)
+    hidden = keras.layers.Conv1D(
+        channels,
+        kernel_size,
+        padding="same",
+        activation="tanh",
+        kernel_initializer=keras.initializers.GlorotUniform(seed=seed),
+        name="filter_bank",
+    )(noisy)
     correction = keras.layers.Conv1D(
-        1, 1, name="mix",
-        kernel_initializer=keras.initializers.RandomNormal(stddev=0.05, seed=seed))(hidden)
+        1, 1, name="mix", kernel_initializer=keras.initializers.RandomNormal(stddev=0.05, seed=seed)
+    )(hidden)
     passed = Gain(name="skip")(noisy)
     estimate = keras.layers.Add(name="estimate")([passed, correction])
     return keras.Model(noisy, estimate, name="conv_denoiser")
 
 
-def make_dense_frame_denoiser(seed: int = 0, units: int = 16,
-                              frame_length: int = FRAME_LENGTH) -> keras.Model:
+def make_dense_frame_denoiser(
+    seed: int = 0, units: int = 16, frame_length: int = FRAME_LENGTH
+) -> keras.Model:
     """A frame-by-frame denoiser small enough to read its gradient report at a glance
     (notebook 05): ``frame_length`` samples in, ``units`` tanh units, ``frame_length`` samples
     out; four variables. Calls ``make_deterministic(seed)`` first, so its weights repeat."""
     if units < 1 or frame_length < 1:
         raise ValueError(f"units and frame_length must be >= 1; got {units}, {frame_length}.")
     make_deterministic(seed)
-    return keras.Sequential([
-        keras.Input((frame_length,)),
-        keras.layers.Dense(units, activation="tanh", name="encoder"),
-        keras.layers.Dense(frame_length, name="decoder"),
-    ], name="dense_frame_denoiser")
+    return keras.Sequential(
+        [
+            keras.Input((frame_length,)),
+            keras.layers.Dense(units, activation="tanh", name="encoder"),
+            keras.layers.Dense(frame_length, name="decoder"),
+        ],
+        name="dense_frame_denoiser",
+    )
 
 
 # --------------------------------------------------------------------------- running either
@@ -166,8 +183,10 @@ def make_dense_frame_denoiser(seed: int = 0, units: int = 16,
 def is_step_model(model) -> bool:
     """True for a step model (two inputs, ``[frame, state]``), False for a waveform model."""
     if not isinstance(model, keras.Model):
-        raise TypeError(f"expected a Keras model (make_gru_step_model or make_conv_denoiser); got "
-                        f"{type(model).__name__}.")
+        raise TypeError(
+            f"expected a Keras model (make_gru_step_model or make_conv_denoiser); got "
+            f"{type(model).__name__}."
+        )
     return len(model.inputs) == 2
 
 
@@ -195,16 +214,19 @@ def enhance(model: keras.Model, noisy_audio, chunk_size: int | None = None) -> t
 _RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def denoise(model: keras.Model, noisy, sample_rate: int = SAMPLE_RATE,
-            chunk_size: int | None = None) -> np.ndarray:
+def denoise(
+    model: keras.Model, noisy, sample_rate: int = SAMPLE_RATE, chunk_size: int | None = None
+) -> np.ndarray:
     """Denoise one clip (inference): ``noisy`` is 16 kHz mono float audio ``(samples,)``;
     returns the enhanced clip as float32 ``(samples,)``, the same length. It runs ``enhance``
     in a ``tf.function`` traced once per model (and ``chunk_size``) for any clip length;
     ``enhance`` itself is the differentiable path, for use inside a ``GradientTape``."""
     is_step_model(model)  # a TypeError for anything but a Keras model
     if int(sample_rate) != SAMPLE_RATE:
-        raise AudioError(f"noisy has sample rate {sample_rate} Hz; expected {SAMPLE_RATE} Hz. "
-                         "Resample first (librosa.resample).")
+        raise AudioError(
+            f"noisy has sample rate {sample_rate} Hz; expected {SAMPLE_RATE} Hz. "
+            "Resample first (librosa.resample)."
+        )
     check_audio(noisy, "noisy")
     noisy = np.asarray(noisy)
     if len(noisy) < HOP_LENGTH:
@@ -212,8 +234,11 @@ def denoise(model: keras.Model, noisy, sample_rate: int = SAMPLE_RATE,
     runners = _RUNNERS.setdefault(model, {})
     if chunk_size not in runners:  # chunks need the number of frames when tracing
         signature = [tf.TensorSpec([None], tf.float32)] if chunk_size is None else None
-        runners[chunk_size] = tf.function(lambda audio: enhance(model, audio, chunk_size),
-                                          autograph=False, input_signature=signature)
+        runners[chunk_size] = tf.function(
+            lambda audio: enhance(model, audio, chunk_size),
+            autograph=False,
+            input_signature=signature,
+        )
     return runners[chunk_size](tf.constant(noisy, tf.float32)).numpy()
 
 
@@ -227,8 +252,9 @@ class FloorGain(keras.layers.Layer):
 
     def build(self, input_shape):
         bins = input_shape[0][-1]
-        self.slope = self.add_weight(shape=(bins,), name="slope",
-                                     initializer=keras.initializers.Constant(2.0))
+        self.slope = self.add_weight(
+            shape=(bins,), name="slope", initializer=keras.initializers.Constant(2.0)
+        )
         self.bias = self.add_weight(shape=(bins,), name="bias", initializer="zeros")
 
     def call(self, inputs):

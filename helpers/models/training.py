@@ -23,10 +23,13 @@ from helpers.models.denoisers import enhance
 from helpers.voicing import LossFn, masked_voicing_loss
 
 
-def loss_and_gradients(model: keras.Model, example: Clip, loss_fn: LossFn,
-                       unconnected_gradients: tf.UnconnectedGradients
-                       = tf.UnconnectedGradients.NONE, **loss_kwargs
-                       ) -> tuple[float, list[tf.Tensor | None]]:
+def loss_and_gradients(
+    model: keras.Model,
+    example: Clip,
+    loss_fn: LossFn,
+    unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE,
+    **loss_kwargs,
+) -> tuple[float, list[tf.Tensor | None]]:
     """One forward pass of the model (``helpers.models.enhance``) on ``example`` and the
     gradient of ``loss_fn`` with respect to its trainable variables (a list that lines up
     with them; entries may be None)."""
@@ -45,8 +48,9 @@ def restore_weights(model: keras.Model, weights: list[np.ndarray]) -> None:
     """Put back the trainable weights ``snapshot`` took (an experiment's step undone)."""
     variables = model.trainable_variables
     if len(weights) != len(variables):
-        raise ValueError(f"expected one array per trainable variable ({len(variables)}); "
-                         f"got {len(weights)}.")
+        raise ValueError(
+            f"expected one array per trainable variable ({len(variables)}); got {len(weights)}."
+        )
     for variable, value in zip(variables, weights):
         variable.assign(value)
 
@@ -83,8 +87,10 @@ class TrainingState:
         if grads is not None:
             grads = list(grads)
             if len(grads) != len(variables):
-                raise ValueError(f"expected one gradient per trainable variable "
-                                 f"({len(variables)}), or None to skip; got {len(grads)}.")
+                raise ValueError(
+                    f"expected one gradient per trainable variable "
+                    f"({len(variables)}), or None to skip; got {len(grads)}."
+                )
             self.optimizer.apply_gradients(zip(grads, variables))
         return np.concatenate([(a - b).ravel() for a, b in zip(snapshot(self.model), before)])
 
@@ -116,8 +122,9 @@ class StepEffect:
     momentum: tuple[float, float]
 
 
-def what_one_step_does(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                       grads: list | None) -> StepEffect:
+def what_one_step_does(
+    model: keras.Model, optimizer: keras.optimizers.Optimizer, grads: list | None
+) -> StepEffect:
     """Take one Adam step with ``grads`` from where model and optimizer are now (``None``: skip
     the step, as a training loop that skips a batch would), measure what it changed, and put
     the weights and the optimizer's state back, so the next "what if" starts from the same
@@ -126,14 +133,21 @@ def what_one_step_does(model: keras.Model, optimizer: keras.optimizers.Optimizer
     steps, momentum = int(optimizer.iterations), optimizer_slot_norm(optimizer, "momentum")
     try:
         move = float(np.abs(state.step(grads)).mean())
-        return StepEffect(move, (steps, int(optimizer.iterations)),
-                          (momentum, optimizer_slot_norm(optimizer, "momentum")))
+        return StepEffect(
+            move,
+            (steps, int(optimizer.iterations)),
+            (momentum, optimizer_slot_norm(optimizer, "momentum")),
+        )
     finally:
         state.restore()
 
 
-def make_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-              batch_loss: Callable[..., tf.Tensor], input_signature: list | None = None):
+def make_step(
+    model: keras.Model,
+    optimizer: keras.optimizers.Optimizer,
+    batch_loss: Callable[..., tf.Tensor],
+    input_signature: list | None = None,
+):
     """The course's one training step: ``step(*inputs) -> (loss, grads)``, a ``tf.function``
     that records ``batch_loss(*inputs)`` on a tape, takes the gradients of the model's
     trainable variables and applies one optimizer step. It returns the gradients too, so each
@@ -153,8 +167,13 @@ def make_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
     return step
 
 
-def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                    examples: list[Clip], loss_fn: LossFn = None, **loss_kwargs):
+def make_train_step(
+    model: keras.Model,
+    optimizer: keras.optimizers.Optimizer,
+    examples: list[Clip],
+    loss_fn: LossFn = None,
+    **loss_kwargs,
+):
     """``make_step`` over a fixed batch of examples (a Python list: the clips may differ in
     length): the mean loss over the batch. Works for either denoiser (``enhance`` runs the
     model). Returns ``step() -> (loss, grads)``."""
@@ -163,8 +182,9 @@ def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         raise ValueError("make_train_step needs at least one example.")
 
     def batch_loss():
-        losses = [loss_fn(ex.clean, enhance(model, ex.audio), ex.labels, **loss_kwargs)
-                  for ex in examples]
+        losses = [
+            loss_fn(ex.clean, enhance(model, ex.audio), ex.labels, **loss_kwargs) for ex in examples
+        ]
         return tf.add_n(losses) / len(losses)
 
     return make_step(model, optimizer, batch_loss)
@@ -173,8 +193,7 @@ def make_train_step(model: keras.Model, optimizer: keras.optimizers.Optimizer,
 # ------------------------------------------ checks that tell the fix from the question's loss
 
 
-def graph_gradient_norm(model: keras.Model, example: Clip, loss_fn: LossFn,
-                        **loss_kwargs) -> float:
+def graph_gradient_norm(model: keras.Model, example: Clip, loss_fn: LossFn, **loss_kwargs) -> float:
     """Global norm of the gradient of ``loss_fn`` on one example, inside ``tf.function`` (as
     in training; unconnected variables count as zero). "No None" cannot tell the question's loss
     from the fix inside ``tf.function``, where the question's loss gives zeros; this can: on a
@@ -185,10 +204,10 @@ def graph_gradient_norm(model: keras.Model, example: Clip, loss_fn: LossFn,
     @tf.function(autograph=False)
     def norm():
         with tf.GradientTape() as tape:
-            loss = loss_fn(example.clean, enhance(model, example.audio), example.labels,
-                           **loss_kwargs)
-        grads = tape.gradient(loss, variables,
-                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            loss = loss_fn(
+                example.clean, enhance(model, example.audio), example.labels, **loss_kwargs
+            )
+        grads = tape.gradient(loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         return tf.linalg.global_norm(grads)
 
     return float(norm())

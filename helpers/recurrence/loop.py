@@ -23,15 +23,18 @@ import tensorflow as tf
 from helpers.course import check_int
 
 
-def check_step_model(model: Any, name: str = "step_model", made_by: str =
-                     "helpers.models.make_gru_step_model()") -> Any:
+def check_step_model(
+    model: Any, name: str = "step_model", made_by: str = "helpers.models.make_gru_step_model()"
+) -> Any:
     """``model``, if it is a Keras step model: two inputs ``[frame, state]`` and two outputs
     ``[output_frame, next_state]``; else a ``TypeError`` naming what makes one."""
     inputs = getattr(model, "inputs", None)
     if not isinstance(model, keras.Model) or inputs is None or len(inputs) != 2:
-        raise TypeError(f"{name} must be a Keras model with two inputs, [frame, state], and two "
-                        f"outputs, [output_frame, next_state]; got {type(model).__name__}. "
-                        f"Build one with {made_by}.")
+        raise TypeError(
+            f"{name} must be a Keras model with two inputs, [frame, state], and two "
+            f"outputs, [output_frame, next_state]; got {type(model).__name__}. "
+            f"Build one with {made_by}."
+        )
     return model
 
 
@@ -56,8 +59,14 @@ def zero_state(step_model: keras.Model, batch_size: int = 1) -> tf.Tensor:
 
 
 @tf.autograph.experimental.do_not_convert  # it builds its own graph loop; nothing to convert
-def unroll(step_model: keras.Model, frames, initial_state=None, *, chunk_size: int | None = None,
-           training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+def unroll(
+    step_model: keras.Model,
+    frames,
+    initial_state=None,
+    *,
+    chunk_size: int | None = None,
+    training: bool = False,
+) -> tuple[tf.Tensor, tf.Tensor]:
     """Run the step model over every frame, threading the state; ``(outputs, final_state)``.
 
     ``frames`` is ``(batch, time, features)``, ``initial_state`` ``(batch, state_size)`` (zeros
@@ -75,15 +84,18 @@ def unroll(step_model: keras.Model, frames, initial_state=None, *, chunk_size: i
     chunk_size = check_int(chunk_size, "chunk_size", 1)
     steps = frames.shape[1]
     if steps is None:
-        raise ValueError("chunked unroll needs a time dimension known when tracing; got frames "
-                         f"of shape {tuple(frames.shape)}. Call it eagerly, or give the "
-                         "tf.function an input_signature with a fixed number of frames.")
+        raise ValueError(
+            "chunked unroll needs a time dimension known when tracing; got frames "
+            f"of shape {tuple(frames.shape)}. Call it eagerly, or give the "
+            "tf.function an input_signature with a fixed number of frames."
+        )
     outputs = []
     for start in range(0, steps, int(chunk_size)):
         if start > 0:
             state = tf.stop_gradient(state)  # the chunk edge: backprop stops here, on purpose
-        chunk_outputs, state = _unroll_span(step_model, frames[:, start:start + chunk_size],
-                                            state, training)
+        chunk_outputs, state = _unroll_span(
+            step_model, frames[:, start : start + chunk_size], state, training
+        )
         outputs.append(chunk_outputs)
     return tf.concat(outputs, axis=1), state
 
@@ -112,15 +124,17 @@ def _unroll_graph(step_model, frames, state, training):
     steps = tf.shape(frames)[1]
     time_major = tf.transpose(frames, [1, 0, 2])  # (time, batch, features): read frame t as [t]
     output_shape = step_model.outputs[0].shape  # (None, output_features)
-    collected = tf.TensorArray(frames.dtype, size=steps,
-                               element_shape=tf.TensorShape([frames.shape[0], output_shape[-1]]))
+    collected = tf.TensorArray(
+        frames.dtype, size=steps, element_shape=tf.TensorShape([frames.shape[0], output_shape[-1]])
+    )
 
     def body(t, state, collected):
         output, next_state = step_model([time_major[t], state], training=training)
         return t + 1, tf.ensure_shape(next_state, state.shape), collected.write(t, output)
 
-    _, state, collected = tf.while_loop(lambda t, *_: t < steps, body,
-                                        (tf.constant(0), state, collected))
+    _, state, collected = tf.while_loop(
+        lambda t, *_: t < steps, body, (tf.constant(0), state, collected)
+    )
     stacked = collected.stack()  # (time, batch, output_features)
     stacked.set_shape([frames.shape[1], frames.shape[0], output_shape[-1]])  # keep known sizes
     return tf.transpose(stacked, [1, 0, 2]), state
@@ -133,13 +147,16 @@ def _checked_inputs(step_model, frames, initial_state):
         raise ValueError(f"frames must be floating point; got dtype {frames.dtype.name}.")
     frames = tf.cast(frames, step_model.inputs[0].dtype)  # float64 NumPy in, float32 model
     if frames.shape.rank != 3:
-        raise ValueError(f"frames must have shape (batch, time, features); got shape "
-                         f"{tuple(frames.shape)} (rank {frames.shape.rank}). For one clip, add "
-                         "a batch axis: frames[tf.newaxis].")
+        raise ValueError(
+            f"frames must have shape (batch, time, features); got shape "
+            f"{tuple(frames.shape)} (rank {frames.shape.rank}). For one clip, add "
+            "a batch axis: frames[tf.newaxis]."
+        )
     features = frame_size(step_model)
     if frames.shape[-1] is not None and frames.shape[-1] != features:
-        raise ValueError(f"frames have {frames.shape[-1]} features per frame; the step model "
-                         f"expects {features}.")
+        raise ValueError(
+            f"frames have {frames.shape[-1]} features per frame; the step model expects {features}."
+        )
     if frames.shape[1] == 0:
         raise ValueError("frames has no time steps; expected at least one frame.")
     units = state_size(step_model)
@@ -153,14 +170,20 @@ def _checked_inputs(step_model, frames, initial_state):
         raise ValueError(f"initial_state must be floating point; got dtype {state.dtype.name}.")
     state = tf.cast(state, frames.dtype)
     if state.shape.rank != 2:
-        raise ValueError(f"initial_state must have shape (batch, state_size) = ({batch}, "
-                         f"{units}); got shape {tuple(state.shape)}.")
+        raise ValueError(
+            f"initial_state must have shape (batch, state_size) = ({batch}, "
+            f"{units}); got shape {tuple(state.shape)}."
+        )
     if state.shape[-1] is not None and state.shape[-1] != units:
-        raise ValueError(f"initial_state has state size {state.shape[-1]}; the step model's "
-                         f"state size is {units}. Expected shape ({batch}, {units}).")
+        raise ValueError(
+            f"initial_state has state size {state.shape[-1]}; the step model's "
+            f"state size is {units}. Expected shape ({batch}, {units})."
+        )
     if None not in (batch, state.shape[0]) and state.shape[0] != batch:
-        raise ValueError(f"batch mismatch: frames have batch size {batch} but initial_state has "
-                         f"{state.shape[0]}. Expected initial_state of shape ({batch}, {units}).")
+        raise ValueError(
+            f"batch mismatch: frames have batch size {batch} but initial_state has "
+            f"{state.shape[0]}. Expected initial_state of shape ({batch}, {units})."
+        )
     return frames, state
 
 
@@ -176,8 +199,9 @@ def reference_loop(step_model: keras.Model, frames, initial_state) -> tuple[tf.T
     return tf.stack(outputs, axis=1), state
 
 
-def keras_rnn_reference(step_model: keras.Model, frames, initial_state
-                        ) -> tuple[tf.Tensor, tf.Tensor]:
+def keras_rnn_reference(
+    step_model: keras.Model, frames, initial_state
+) -> tuple[tf.Tensor, tf.Tensor]:
     """The same computation with ``keras.layers.RNN`` over the step model's own ``GRUCell``.
 
     For ``helpers.models.make_gru_step_model``: the per-frame layers (features, mask) run on
@@ -190,4 +214,3 @@ def keras_rnn_reference(step_model: keras.Model, frames, initial_state
     features = step_model.get_layer("features")(frames)
     sequence, final_state = rnn(features, initial_state=[initial_state])
     return step_model.get_layer("mask")(sequence), final_state
-

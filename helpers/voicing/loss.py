@@ -45,8 +45,13 @@ Compress = Callable[[tf.Tensor], tf.Tensor]
 
 # ------------------------ Log compression and the error terms (all frames at once, TensorFlow ops)
 
-def harmonic_power(magnitude: tf.Tensor, f0: tf.Tensor, sample_rate: int = SAMPLE_RATE,
-                   frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+
+def harmonic_power(
+    magnitude: tf.Tensor,
+    f0: tf.Tensor,
+    sample_rate: int = SAMPLE_RATE,
+    frame_length: int = FRAME_LENGTH,
+) -> tf.Tensor:
     """Power at harmonics ``k * f0`` (k = 1..NUM_HARMONICS) of each frame, ``(frames, K)``.
 
     ``magnitude`` is ``(frames, bins)``; the magnitude at a harmonic is linearly interpolated
@@ -64,9 +69,14 @@ def harmonic_power(magnitude: tf.Tensor, f0: tf.Tensor, sample_rate: int = SAMPL
     return tf.square((1.0 - frac) * below + frac * above)
 
 
-def harmonic_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor, f0: tf.Tensor,
-                    compress: Compress = log_compress, sample_rate: int = SAMPLE_RATE,
-                    frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+def harmonic_errors(
+    reference_mag: tf.Tensor,
+    estimate_mag: tf.Tensor,
+    f0: tf.Tensor,
+    compress: Compress = log_compress,
+    sample_rate: int = SAMPLE_RATE,
+    frame_length: int = FRAME_LENGTH,
+) -> tf.Tensor:
     """Harmonic error of every frame, ``(frames,)``: mean over harmonics of the squared
     difference of compressed harmonic levels, estimate against reference (reference f0)."""
     f0 = tf.convert_to_tensor(f0, tf.float32)
@@ -75,8 +85,12 @@ def harmonic_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor, f0: tf.Te
     return tf.reduce_mean(tf.square(est - ref), axis=-1)
 
 
-def formant_bands(formants: tf.Tensor, num_bins: int, sample_rate: int = SAMPLE_RATE,
-                  frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+def formant_bands(
+    formants: tf.Tensor,
+    num_bins: int,
+    sample_rate: int = SAMPLE_RATE,
+    frame_length: int = FRAME_LENGTH,
+) -> tf.Tensor:
     """0/1 band weights ``(frames, 2, bins)``: bins within ``max(62.5, 0.1 F)`` Hz of F1, F2."""
     freqs = tf.range(num_bins, dtype=tf.float32) * (sample_rate / frame_length)
     half_width = tf.maximum(62.5, 0.1 * formants)
@@ -84,9 +98,14 @@ def formant_bands(formants: tf.Tensor, num_bins: int, sample_rate: int = SAMPLE_
     return tf.cast(distance <= tf.expand_dims(half_width, -1), tf.float32)
 
 
-def formant_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor, formants: tf.Tensor,
-                   compress: Compress = log_compress, sample_rate: int = SAMPLE_RATE,
-                   frame_length: int = FRAME_LENGTH) -> tf.Tensor:
+def formant_errors(
+    reference_mag: tf.Tensor,
+    estimate_mag: tf.Tensor,
+    formants: tf.Tensor,
+    compress: Compress = log_compress,
+    sample_rate: int = SAMPLE_RATE,
+    frame_length: int = FRAME_LENGTH,
+) -> tf.Tensor:
     """Formant error of every frame, ``(frames, 2)``: squared difference of the compressed
     mean band energy around F1 and around F2 (``formants`` is ``(frames, 2)`` in Hz)."""
     formants = tf.convert_to_tensor(formants, tf.float32)
@@ -116,6 +135,7 @@ def reconstruction_errors(reference_mag: tf.Tensor, estimate_mag: tf.Tensor) -> 
 
 # ------------------------------- Which frames get which term: the question's look-ahead conditions
 
+
 @dataclass(frozen=True)
 class VoicingMasks:
     """Per-frame booleans: which frames get the harmonic term, the formant term and the
@@ -140,8 +160,9 @@ def frame_conditions(voicing: np.ndarray, i: int) -> tuple[bool, bool, bool]:
     voiced, unvoiced = int(Voicing.VOICED), int(Voicing.UNVOICED)
     is_voiced_h = i < n - 1 and v(i) == voiced and v(i + 1) == voiced
     is_voiced_f = i < n - 1 and v(i) == voiced and (v(i + 1) == voiced or v(i + 2) == voiced)
-    is_unvoiced_f = (i < n - 2 and v(i) == unvoiced
-                     and (v(i + 1) == unvoiced or v(i + 2) == unvoiced))
+    is_unvoiced_f = (
+        i < n - 2 and v(i) == unvoiced and (v(i + 1) == unvoiced or v(i + 2) == unvoiced)
+    )
     return is_voiced_h, is_voiced_f, is_unvoiced_f
 
 
@@ -158,46 +179,60 @@ def voicing_masks(labels: FrameLabels) -> VoicingMasks:
     n = labels.num_frames
     index = np.arange(n)
     voiced, unvoiced = v == Voicing.VOICED, v == Voicing.UNVOICED
-    harmonic = (index < n - 1) & voiced[:n] & voiced[1:n + 1]
-    voiced_f = (index < n - 1) & voiced[:n] & (voiced[1:n + 1] | voiced[2:n + 2])
-    unvoiced_f = (index < n - 2) & unvoiced[:n] & (unvoiced[1:n + 1] | unvoiced[2:n + 2])
+    harmonic = (index < n - 1) & voiced[:n] & voiced[1 : n + 1]
+    voiced_f = (index < n - 1) & voiced[:n] & (voiced[1 : n + 1] | voiced[2 : n + 2])
+    unvoiced_f = (index < n - 2) & unvoiced[:n] & (unvoiced[1 : n + 1] | unvoiced[2 : n + 2])
     return VoicingMasks(harmonic, voiced_f | unvoiced_f, labels.voicing != Voicing.VOICED)
 
 
 # -------------------------------------------------------------- Input checks shared by both losses
 
-def check_loss_inputs(reference, estimate, labels: FrameLabels,
-                      sample_rate: int = SAMPLE_RATE) -> None:
+
+def check_loss_inputs(
+    reference, estimate, labels: FrameLabels, sample_rate: int = SAMPLE_RATE
+) -> None:
     """Raise a clear error unless reference and estimate are float ``(samples,)`` audio of the
     same length, at the course sample rate, and ``labels`` fit them frame for frame."""
     _check_labels(labels)
     check_sample_rate(sample_rate, what="the loss input")
     if labels.sample_rate != int(sample_rate):
-        raise LabelError(f"labels were made at {labels.sample_rate} Hz but the audio is at "
-                         f"{sample_rate} Hz.")
+        raise LabelError(
+            f"labels were made at {labels.sample_rate} Hz but the audio is at {sample_rate} Hz."
+        )
     shapes = {}
     for name, audio in (("reference", reference), ("estimate", estimate)):
         check_audio(audio, f"{name} (one clip at a time)", values=False)
         shapes[name] = tuple(audio.shape)[0] if hasattr(audio, "shape") else len(audio)
-    if shapes["reference"] is not None and shapes["estimate"] is not None \
-            and shapes["reference"] != shapes["estimate"]:
-        raise AudioError(f"reference has {shapes['reference']} samples but estimate has "
-                         f"{shapes['estimate']}; expected the same clip length.")
+    if (
+        shapes["reference"] is not None
+        and shapes["estimate"] is not None
+        and shapes["reference"] != shapes["estimate"]
+    ):
+        raise AudioError(
+            f"reference has {shapes['reference']} samples but estimate has "
+            f"{shapes['estimate']}; expected the same clip length."
+        )
     if shapes["reference"] is not None:
         labels.check_fits(shapes["reference"], sample_rate)
 
 
 def _check_labels(labels: FrameLabels) -> None:
     if not isinstance(labels, FrameLabels):
-        raise TypeError(f"labels must be helpers.audio.FrameLabels (one entry per frame); got "
-                        f"{type(labels).__name__}.")
+        raise TypeError(
+            f"labels must be helpers.audio.FrameLabels (one entry per frame); got "
+            f"{type(labels).__name__}."
+        )
     bad = np.flatnonzero((labels.voicing == Voicing.VOICED) & ~(labels.f0 > 0))
     if bad.size:
-        raise LabelError(f"every voiced frame needs f0 > 0; frames {bad[:5].tolist()} have "
-                         f"f0 = {labels.f0[bad[:5]].tolist()}.")
+        raise LabelError(
+            f"every voiced frame needs f0 > 0; frames {bad[:5].tolist()} have "
+            f"f0 = {labels.f0[bad[:5]].tolist()}."
+        )
     if (labels.frame_length, labels.hop_length) != (FRAME_LENGTH, HOP_LENGTH):
-        raise LabelError(f"labels use frame_length {labels.frame_length} and hop_length "
-                         f"{labels.hop_length}; the losses use {FRAME_LENGTH} and {HOP_LENGTH}.")
+        raise LabelError(
+            f"labels use frame_length {labels.frame_length} and hop_length "
+            f"{labels.hop_length}; the losses use {FRAME_LENGTH} and {HOP_LENGTH}."
+        )
 
 
 def magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
@@ -209,10 +244,18 @@ def magnitudes(reference, estimate) -> tuple[tf.Tensor, tf.Tensor]:
 
 # ------------------------------------- The question's loss: per-frame tf.cond inside tf.while_loop
 
-def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
-                           back_prop: bool | None = None, else_scale: float | None = None,
-                           logical_conditions: bool = False, pad_lookahead: bool = True,
-                           sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
+
+def cond_loop_voicing_loss(
+    reference,
+    estimate,
+    labels: FrameLabels,
+    *,
+    back_prop: bool | None = None,
+    else_scale: float | None = None,
+    logical_conditions: bool = False,
+    pad_lookahead: bool = True,
+    sample_rate: int = SAMPLE_RATE,
+) -> tf.Tensor:
     """The question's loss, faithfully: a ``tf.while_loop`` over frames whose body decides with
     ``tf.cond`` whether the frame gets a harmonic and a formant error, and writes each frame's
     error (or ``tf.zeros`` + epsilon) to a ``TensorArray``. The question's fixes:
@@ -229,10 +272,16 @@ def cond_loop_voicing_loss(reference, estimate, labels: FrameLabels, *,
 
     check_loss_inputs(reference, estimate, labels, sample_rate)
     ref_mag, est_mag = magnitudes(reference, estimate)
-    return cond_loop_loss_on_magnitudes(ref_mag, est_mag, labels, back_prop=back_prop,
-                                        else_scale=else_scale,
-                                        logical_conditions=logical_conditions,
-                                        pad_lookahead=pad_lookahead, sample_rate=sample_rate)
+    return cond_loop_loss_on_magnitudes(
+        ref_mag,
+        est_mag,
+        labels,
+        back_prop=back_prop,
+        else_scale=else_scale,
+        logical_conditions=logical_conditions,
+        pad_lookahead=pad_lookahead,
+        sample_rate=sample_rate,
+    )
 
 
 def _at(values: tf.Tensor, j) -> tf.Tensor:
@@ -246,16 +295,21 @@ def _one(frame_values: tf.Tensor) -> tf.Tensor:
     return tf.expand_dims(frame_values, 0)
 
 
-def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
-                                 *, back_prop: bool | None = None,
-                                 else_scale: float | None = None,
-                                 logical_conditions: bool = False, pad_lookahead: bool = True,
-                                 sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
+def cond_loop_loss_on_magnitudes(
+    ref_mag: tf.Tensor,
+    est_mag: tf.Tensor,
+    labels: FrameLabels,
+    *,
+    back_prop: bool | None = None,
+    else_scale: float | None = None,
+    logical_conditions: bool = False,
+    pad_lookahead: bool = True,
+    sample_rate: int = SAMPLE_RATE,
+) -> tf.Tensor:
     """``cond_loop_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks)."""
     num_frames = labels.num_frames
     padding = 2 if pad_lookahead else 0
-    speechs = tf.constant(np.pad(labels.voicing, (0, padding),
-                                 constant_values=int(Voicing.SILENT)))
+    speechs = tf.constant(np.pad(labels.voicing, (0, padding), constant_values=int(Voicing.SILENT)))
     f0 = tf.constant(labels.f0, tf.float32)
     formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
     voiced, unvoiced = int(Voicing.VOICED), int(Voicing.UNVOICED)
@@ -277,45 +331,81 @@ def cond_loop_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels:
 
     def body(i, harmonic_errors_ta, formant_errors_ta):
         is_voiced_h = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
-                           tf.logical_and(tf.equal(_at(speechs, i), voiced),
-                                          tf.equal(_at(speechs, i + 1), voiced))))
+            tf.logical_and(
+                tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
+                tf.logical_and(
+                    tf.equal(_at(speechs, i), voiced), tf.equal(_at(speechs, i + 1), voiced)
+                ),
+            )
+        )
         is_voiced_f = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
-                           tf.logical_or(tf.equal(_at(speechs, i + 1), voiced),
-                                         tf.equal(_at(speechs, i + 2), voiced))))
+            tf.logical_and(
+                tf.logical_and(i < num_frames - 1, tf.equal(_at(speechs, i), voiced)),
+                tf.logical_or(
+                    tf.equal(_at(speechs, i + 1), voiced), tf.equal(_at(speechs, i + 2), voiced)
+                ),
+            )
+        )
         is_unvoiced_f = decide(
-            tf.logical_and(tf.logical_and(i < num_frames - 2, tf.equal(_at(speechs, i), unvoiced)),
-                           tf.logical_or(tf.equal(_at(speechs, i + 1), unvoiced),
-                                         tf.equal(_at(speechs, i + 2), unvoiced))))
+            tf.logical_and(
+                tf.logical_and(i < num_frames - 2, tf.equal(_at(speechs, i), unvoiced)),
+                tf.logical_or(
+                    tf.equal(_at(speechs, i + 1), unvoiced), tf.equal(_at(speechs, i + 2), unvoiced)
+                ),
+            )
+        )
         ref_frame, model_frame = _at(ref_mag, i), _at(est_mag, i)
-        harmonic_error = tf.cond(
-            is_voiced_h,
-            lambda: harmonic_errors(_one(ref_frame), _one(model_frame), _one(_at(f0, i)),
-                                    sample_rate=sample_rate),
-            lambda: harmonic_else(model_frame)) + EPSILON
-        formant_error = tf.cond(
-            tf.logical_or(is_voiced_f, is_unvoiced_f),
-            lambda: tf.reshape(formant_errors(_one(ref_frame), _one(model_frame),
-                                              _one(_at(formants, i)), sample_rate=sample_rate),
-                               (2,)),
-            lambda: formant_else(model_frame)) + EPSILON
-        return (i + 1, harmonic_errors_ta.write(i, harmonic_error),
-                formant_errors_ta.write(i, formant_error))
+        harmonic_error = (
+            tf.cond(
+                is_voiced_h,
+                lambda: harmonic_errors(
+                    _one(ref_frame), _one(model_frame), _one(_at(f0, i)), sample_rate=sample_rate
+                ),
+                lambda: harmonic_else(model_frame),
+            )
+            + EPSILON
+        )
+        formant_error = (
+            tf.cond(
+                tf.logical_or(is_voiced_f, is_unvoiced_f),
+                lambda: tf.reshape(
+                    formant_errors(
+                        _one(ref_frame),
+                        _one(model_frame),
+                        _one(_at(formants, i)),
+                        sample_rate=sample_rate,
+                    ),
+                    (2,),
+                ),
+                lambda: formant_else(model_frame),
+            )
+            + EPSILON
+        )
+        return (
+            i + 1,
+            harmonic_errors_ta.write(i, harmonic_error),
+            formant_errors_ta.write(i, formant_error),
+        )
 
     harmonic_ta = tf.TensorArray(tf.float32, size=num_frames, element_shape=(1,))
     formant_ta = tf.TensorArray(tf.float32, size=num_frames, element_shape=(2,))
     extra = {} if back_prop is None else {"back_prop": back_prop}
     _, harmonic_ta, formant_ta = tf.while_loop(
-        lambda i, *_: i < num_frames, body, [tf.constant(0), harmonic_ta, formant_ta], **extra)
+        lambda i, *_: i < num_frames, body, [tf.constant(0), harmonic_ta, formant_ta], **extra
+    )
     return tf.reduce_mean(harmonic_ta.stack()) + tf.reduce_mean(formant_ta.stack())
 
 
 # ----------------- The fix: every frame at once, masks, double where, and a term for silent frames
 
-def masked_voicing_loss(reference, estimate, labels: FrameLabels,
-                        silence_weight: float = DEFAULT_SILENCE_WEIGHT,
-                        sample_rate: int = SAMPLE_RATE) -> tf.Tensor:
+
+def masked_voicing_loss(
+    reference,
+    estimate,
+    labels: FrameLabels,
+    silence_weight: float = DEFAULT_SILENCE_WEIGHT,
+    sample_rate: int = SAMPLE_RATE,
+) -> tf.Tensor:
     """The fix: the same harmonic and formant terms on all frames at once, selected by masks.
 
     * No per-frame loop: one STFT, one gather, one band sum for the whole clip.
@@ -334,10 +424,14 @@ def masked_voicing_loss(reference, estimate, labels: FrameLabels,
     return masked_loss_on_magnitudes(ref_mag, est_mag, labels, silence_weight, sample_rate)
 
 
-def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: FrameLabels,
-                              silence_weight: float = DEFAULT_SILENCE_WEIGHT,
-                              sample_rate: int = SAMPLE_RATE,
-                              voiced_weight: float = 0.0) -> tf.Tensor:
+def masked_loss_on_magnitudes(
+    ref_mag: tf.Tensor,
+    est_mag: tf.Tensor,
+    labels: FrameLabels,
+    silence_weight: float = DEFAULT_SILENCE_WEIGHT,
+    sample_rate: int = SAMPLE_RATE,
+    voiced_weight: float = 0.0,
+) -> tf.Tensor:
     """``masked_voicing_loss`` from STFT magnitudes ``(frames, bins)`` (no input checks).
 
     ``voiced_weight`` (0 by default: the loss of notebooks 03-05) adds that weight times
@@ -351,12 +445,20 @@ def masked_loss_on_magnitudes(ref_mag: tf.Tensor, est_mag: tf.Tensor, labels: Fr
     # First where: make the inputs safe on frames the term does not cover.
     h_rows = harmonic_mask[:, None]
     safe_f0 = tf.where(harmonic_mask, tf.constant(labels.f0), 100.0)
-    harmonic = harmonic_errors(tf.where(h_rows, ref_mag, 1.0), tf.where(h_rows, est_mag, 1.0),
-                               safe_f0, sample_rate=sample_rate)
+    harmonic = harmonic_errors(
+        tf.where(h_rows, ref_mag, 1.0),
+        tf.where(h_rows, est_mag, 1.0),
+        safe_f0,
+        sample_rate=sample_rate,
+    )
     f_rows = formant_mask[:, None]
     formants = tf.constant(np.stack([labels.f1, labels.f2], axis=1), tf.float32)
-    formant = formant_errors(tf.where(f_rows, ref_mag, 1.0), tf.where(f_rows, est_mag, 1.0),
-                             tf.where(f_rows, formants, 1000.0), sample_rate=sample_rate)
+    formant = formant_errors(
+        tf.where(f_rows, ref_mag, 1.0),
+        tf.where(f_rows, est_mag, 1.0),
+        tf.where(f_rows, formants, 1000.0),
+        sample_rate=sample_rate,
+    )
     # Second where: keep the term only where it applies (zeros elsewhere, like the question's code).
     harmonic = tf.where(harmonic_mask, harmonic, 0.0) + EPSILON
     formant = tf.where(f_rows, formant, 0.0) + EPSILON
@@ -384,13 +486,17 @@ def as_tf_function(loss_fn: LossFn, labels: FrameLabels, **loss_kwargs) -> LossF
     """
     # autograph=False: the losses have no Python control flow on tensors to convert, and
     # skipping autograph's source transformation makes tracing several times faster.
-    graph = tf.function(lambda reference, estimate: loss_fn(reference, estimate, labels,
-                                                            **loss_kwargs), autograph=False)
+    graph = tf.function(
+        lambda reference, estimate: loss_fn(reference, estimate, labels, **loss_kwargs),
+        autograph=False,
+    )
 
     def loss(reference, estimate, labels_: FrameLabels = labels) -> tf.Tensor:
         if labels_ is not labels:
-            raise ValueError("this tf.function was traced for other labels; build one per clip "
-                             "with as_tf_function(loss_fn, labels).")
+            raise ValueError(
+                "this tf.function was traced for other labels; build one per clip "
+                "with as_tf_function(loss_fn, labels)."
+            )
         return graph(reference, estimate)
 
     loss.__name__ = f"tf.function({getattr(loss_fn, '__name__', 'loss')})"

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("BROWSER_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
 # Every run's pictures of the course as the browser shows it: each notebook's top, and the lab
-# after each control change (CONTRIBUTING.md, "The browser tests"; .ci/run keeps them).
+# after each control change (CONTRIBUTING.md, "Tests"; .ci/run keeps them).
 SCREENSHOTS = ARTIFACTS / "screenshots"
 START_TIMEOUT = 90  # seconds for the server to answer; generous for a loaded 2-core machine
 KERNEL_TIMEOUT = 60_000  # milliseconds (Playwright's unit): a kernel's start, TensorFlow's import
@@ -32,8 +32,10 @@ def chromium_missing() -> str | None:
     """Why the browser tests cannot run here (one line, with the fix), or None."""
     if os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK):
         return None
-    return (f"browser tests need Chromium, not found at {CHROMIUM}: "
-            "sudo apt-get install -y chromium (or set CHROMIUM=/path/to/chromium)")
+    return (
+        f"browser tests need Chromium, not found at {CHROMIUM}: "
+        "sudo apt-get install -y chromium (or set CHROMIUM=/path/to/chromium)"
+    )
 
 
 def screenshot(target, name: str) -> Path:
@@ -51,8 +53,11 @@ class LabServer:
     def __init__(self, tmp: Path):
         self.tmp = tmp
         self.root = tmp / "root"
-        shutil.copytree(REPO / "notebooks", self.root / "notebooks",
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        shutil.copytree(
+            REPO / "notebooks",
+            self.root / "notebooks",
+            ignore=shutil.ignore_patterns(".ipynb_checkpoints"),
+        )
         self.log_path = tmp / "jupyter-server.log"
         self.token = secrets.token_hex(24)
         with socket.socket() as s:
@@ -60,35 +65,57 @@ class LabServer:
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ)
-        # (IPYTHONDIR is the test run's own, from conftest.py: its kernels get the run's
-        # start-up file, and no user's ~/.ipython.)
-        for variable in ("JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR",
-                         "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
+        for variable in (
+            "JUPYTERLAB_SETTINGS_DIR",
+            "JUPYTERLAB_WORKSPACES_DIR",
+            "JUPYTER_CONFIG_DIR",
+            "JUPYTER_DATA_DIR",
+            "JUPYTER_RUNTIME_DIR",
+        ):
             env[variable] = str(tmp / variable.lower())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         # No "news?" toast, no update check: nothing on the page but the course.
-        notification = Path(env["JUPYTERLAB_SETTINGS_DIR"], "@jupyterlab", "apputils-extension",
-                            "notification.jupyterlab-settings")
+        notification = Path(
+            env["JUPYTERLAB_SETTINGS_DIR"],
+            "@jupyterlab",
+            "apputils-extension",
+            "notification.jupyterlab-settings",
+        )
         notification.parent.mkdir(parents=True)
         notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         command = [
-            sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}", "--ServerApp.terminals_enabled=False",
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.terminals_enabled=False",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         ]
         self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen(command, env=env, cwd=self.root, stdout=self._log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            command,
+            env=env,
+            cwd=self.root,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def api(self, method: str, path: str, body: dict | None = None):
         """Call the server's REST API; the decoded JSON answer, or None."""
         request = urllib.request.Request(
-            f"{self.url}/api/{path}", method=method,
+            f"{self.url}/api/{path}",
+            method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"token {self.token}",
-                     "Content-Type": "application/json"})
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as answer:
             text = answer.read()
         return json.loads(text) if text else None
@@ -97,15 +124,18 @@ class LabServer:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with code {self.process.returncode}; "
-                                   f"its log: {self.log_path}")
+                raise RuntimeError(
+                    f"jupyter lab exited with code {self.process.returncode}; "
+                    f"its log: {self.log_path}"
+                )
             try:
                 self.api("GET", "status")
                 return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.2)
-        raise RuntimeError(f"jupyter lab did not answer within {START_TIMEOUT} s; "
-                           f"its log: {self.log_path}")
+        raise RuntimeError(
+            f"jupyter lab did not answer within {START_TIMEOUT} s; its log: {self.log_path}"
+        )
 
     def lab_url(self, path: str) -> str:
         return f"{self.url}/lab/tree/{path}?reset&token={self.token}"

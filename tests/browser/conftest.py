@@ -82,8 +82,10 @@ def page(lab_server, browser):
     page.console_lines = []
     page.page_errors = []
     page.on("console", lambda m: page.console_lines.append(f"[{m.type}] {m.text}"))
-    page.on("pageerror", lambda e: (page.page_errors.append(str(e)),
-                                    page.console_lines.append(f"[pageerror] {e}")))
+    page.on(
+        "pageerror",
+        lambda e: (page.page_errors.append(str(e)), page.console_lines.append(f"[pageerror] {e}")),
+    )
     page.goto(lab_server.lab_url("notebooks/00_start_here.ipynb"))
     page.locator("#jp-main-statusbar").get_by_text("| Idle").wait_for(timeout=KERNEL_TIMEOUT)
     try:
@@ -113,6 +115,7 @@ def pytest_runtest_makereport(item, call):
                 (where / "page-html-failed.txt").write_text(repr(error))
             (where / "console.log").write_text("\n".join(page.console_lines))
         shutil.copy(_server.log_path, where / "jupyter-server.log")
-        report.sections.append(("browser test artifacts",
-                                f"screenshot, page HTML, console and server log: {where}"))
+        report.sections.append(
+            ("browser test artifacts", f"screenshot, page HTML, console and server log: {where}")
+        )
     return report

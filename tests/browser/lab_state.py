@@ -74,17 +74,24 @@ def moves(control) -> list[tuple[tuple[str, object], object]]:
     kind = type(control).__name__
     if kind in ("Dropdown", "ToggleButtons", "RadioButtons"):
         labels, index = control._options_labels, control.index
-        return [(("choose", labels[i]), control._options_values[i])
-                for i in [*range(index + 1, len(labels)), *range(index)]]
+        return [
+            (("choose", labels[i]), control._options_values[i])
+            for i in [*range(index + 1, len(labels)), *range(index)]
+        ]
     if kind == "SelectionSlider":
         values, index = control._options_values, control.index
-        return [(("key", key), values[index + step]) for key, step in
-                (("ArrowRight", 1), ("ArrowLeft", -1)) if 0 <= index + step < len(values)]
+        return [
+            (("key", key), values[index + step])
+            for key, step in (("ArrowRight", 1), ("ArrowLeft", -1))
+            if 0 <= index + step < len(values)
+        ]
     if kind in ("IntSlider", "FloatSlider"):
         value, step = control.value, control.step
-        return [(("key", key), value + sign * step) for key, sign in
-                (("ArrowRight", 1), ("ArrowLeft", -1))
-                if control.min <= value + sign * step <= control.max]
+        return [
+            (("key", key), value + sign * step)
+            for key, sign in (("ArrowRight", 1), ("ArrowLeft", -1))
+            if control.min <= value + sign * step <= control.max
+        ]
     if kind in ("Checkbox", "ToggleButton"):
         return [(("click", None), not control.value)]
     raise NotImplementedError(f"the browser test cannot drive a {kind} yet: add it to moves()")
@@ -95,11 +102,17 @@ def lab_state(lab) -> dict:
     summary line writes them, ``str``)."""
     controls, views = lab_parts(lab)
     return {
-        "controls": {name: {"kind": type(control).__name__, "value": repr(control.value),
-                            "disabled": bool(control.disabled),
-                            "labels": list(getattr(control, "_options_labels", ())),
-                            "moves": [[list(action), repr(value), str(value)]
-                                      for action, value in moves(control)]}
-                     for name, control in controls.items()},
+        "controls": {
+            name: {
+                "kind": type(control).__name__,
+                "value": repr(control.value),
+                "disabled": bool(control.disabled),
+                "labels": list(getattr(control, "_options_labels", ())),
+                "moves": [
+                    [list(action), repr(value), str(value)] for action, value in moves(control)
+                ],
+            }
+            for name, control in controls.items()
+        },
         "views": {name: widget_text(view) for name, view in views.items()},
     }

@@ -68,18 +68,30 @@ print(json.dumps({{"count": len(In) - 1, **lab_state(Out[max(Out)])}}))"""
 def labs_notebook() -> dict:
     """A fresh notebook: one cell per lab (``LABS``), then the barrier cell."""
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
-    return {"nbformat": 4, "nbformat_minor": 5,
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                        "language": "python"}},
-            "cells": [{**cell, "source": source} for source in [*LABS.values(), BARRIER_SOURCE]]}
+    return {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {
+            "kernelspec": {
+                "name": "python3",
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+            }
+        },
+        "cells": [{**cell, "source": source} for source in [*LABS.values(), BARRIER_SOURCE]],
+    }
 
 
 CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 STDOUT = '[data-mime-type="application/vnd.jupyter.stdout"]'
 # What JupyterLab shows when a document, a kernel or a widget goes wrong.
-ERROR_SIGNS = (".jp-Dialog", ".Toastify__toast--error", ".Toastify__toast--warning",
-               ".jp-OutputArea-output:has-text('Error displaying widget')")
+ERROR_SIGNS = (
+    ".jp-Dialog",
+    ".Toastify__toast--error",
+    ".Toastify__toast--warning",
+    ".jp-OutputArea-output:has-text('Error displaying widget')",
+)
 
 
 # ------------------------------------------------------------------------ driving the page
@@ -90,7 +102,8 @@ def menu(page: Page, *path: str) -> None:
     page.locator("#jp-menu-panel").get_by_role("menuitem", name=path[0], exact=True).click()
     for label in path[1:]:  # by its label (a menu item's accessible name adds its shortcut)
         page.locator(".lm-Menu .lm-Menu-itemLabel").filter(
-            has_text=re.compile(f"^{re.escape(label)}$")).click()
+            has_text=re.compile(f"^{re.escape(label)}$")
+        ).click()
 
 
 def open_notebook(page: Page, path: str, wait: bool = True) -> None:
@@ -113,8 +126,9 @@ def notebook_panel(page: Page, name: str) -> Locator:
     """Make the notebook's tab current, wait until its kernel is idle, return its panel."""
     tab(page, name).click()
     expect(tab(page, name)).to_have_class(CURRENT)
-    expect(page.locator("#jp-main-statusbar").get_by_text(
-        "Python 3 (ipykernel) | Idle", exact=True)).to_be_visible(timeout=KERNEL_TIMEOUT)
+    expect(
+        page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle", exact=True)
+    ).to_be_visible(timeout=KERNEL_TIMEOUT)
     return page.locator(f"#{tab(page, name).get_attribute('data-id')}")
 
 
@@ -149,12 +163,17 @@ def test_notebook_00_runs_top_to_bottom(page, lab_server):
     open_notebook(page, f"notebooks/{name}")
     panel = notebook_panel(page, name)
     prompts = panel.locator(".jp-CodeCell .jp-InputPrompt")
-    code_cells = [cell for cell in json.loads((REPO / "notebooks" / name).read_text())["cells"]
-                  if cell["cell_type"] == "code"]
-    # A proof cell's source is collapsed (CONTRIBUTING.md, "Course conventions"), and its
+    code_cells = [
+        cell
+        for cell in json.loads((REPO / "notebooks" / name).read_text())["cells"]
+        if cell["cell_type"] == "code"
+    ]
+    # A proof cell's source is collapsed (CONTRIBUTING.md, "Conventions"), and its
     # prompt with it; its number is the gap between its neighbours'.
-    expected = ["" if cell["metadata"].get("jupyter", {}).get("source_hidden") else f"[{n}]:"
-                for n, cell in enumerate(code_cells, start=1)]
+    expected = [
+        "" if cell["metadata"].get("jupyter", {}).get("source_hidden") else f"[{n}]:"
+        for n, cell in enumerate(code_cells, start=1)
+    ]
     menu(page, "Edit", "Clear Outputs of All Cells")  # so every output below is this run's
     expect(panel.locator(".jp-OutputArea-output")).to_have_count(0)
     menu(page, "Kernel", "Restart Kernel and Run All Cells…")
@@ -166,7 +185,11 @@ def test_notebook_00_runs_top_to_bottom(page, lab_server):
                 .map(e => e.textContent.trim());
             return !p.some(t => t.includes('*')) && (/\\[\\d+\\]/.test(p[p.length - 1])
                 || document.querySelector(`#${panel} ${stderr}`) !== null);
-        }""", arg=[panel.get_attribute("id"), STDERR], timeout=180_000, polling=250)
+        }""",
+        arg=[panel.get_attribute("id"), STDERR],
+        timeout=180_000,
+        polling=250,
+    )
     errors = panel.locator(STDERR)
     assert errors.count() == 0, f"{name} printed errors: {errors.all_inner_texts()}"
     expect(prompts).to_have_text(expected)
@@ -183,8 +206,9 @@ def test_every_notebook_opens_and_its_kernel_starts(page, lab_server):
         expect(panel.locator(".jp-Notebook .jp-Cell")).to_have_count(len(cells), timeout=30_000)
         assert_no_error_shown(page, name)
         screenshot(page, f"notebook-{Path(name).stem}")  # its top, as a learner opens it
-    sessions = {s["path"]: s["kernel"]["execution_state"] for s in lab_server.api("GET",
-                                                                                   "sessions")}
+    sessions = {
+        s["path"]: s["kernel"]["execution_state"] for s in lab_server.api("GET", "sessions")
+    }
     assert sessions == {f"notebooks/{name}": "idle" for name in NOTEBOOKS}
     close_everything(page, lab_server)
     assert lab_server.api("GET", "kernels") == []
@@ -213,8 +237,11 @@ def labs(page, lab_server) -> SimpleNamespace:
     lab tests: ``panel``, and ``executed``, how many cells its kernel has run (as the page last
     showed it). Each test runs its own lab's cell. Closed, kernel and all, after the module's
     last test."""
-    lab_server.api("PUT", f"contents/{LABS_NOTEBOOK}",
-                   {"type": "notebook", "format": "json", "content": labs_notebook()})
+    lab_server.api(
+        "PUT",
+        f"contents/{LABS_NOTEBOOK}",
+        {"type": "notebook", "format": "json", "content": labs_notebook()},
+    )
     open_notebook(page, LABS_NOTEBOOK)
     yield SimpleNamespace(panel=notebook_panel(page, LABS_NOTEBOOK), executed=0)
     close_everything(page, lab_server)
@@ -242,13 +269,13 @@ def drive_lab(page, labs: SimpleNamespace, lab_name: str, only=None) -> dict:
         barrier.locator(".jp-InputPrompt").click()
         page.keyboard.press("Control+Enter")
         printed = barrier.locator(f".jp-OutputArea-output{STDOUT}")
-        expect(printed).to_contain_text(f'{{"count": {labs.executed}, ',
-                                        timeout=KERNEL_TIMEOUT)
+        expect(printed).to_contain_text(f'{{"count": {labs.executed}, ', timeout=KERNEL_TIMEOUT)
         # and nothing else: a figure the lab left to the inline backend would show up here
         stray = barrier.locator(f".jp-OutputArea-output:not({STDOUT})")
         assert stray.count() == 0, (
             f"the barrier cell shows more than its line: "
-            f"{[o.get_attribute('data-mime-type') for o in stray.all()]}")
+            f"{[o.get_attribute('data-mime-type') for o in stray.all()]}"
+        )
         return json.loads(printed.inner_text())
 
     def settled(after: str, setting: str = "") -> dict:
@@ -261,16 +288,17 @@ def drive_lab(page, labs: SimpleNamespace, lab_name: str, only=None) -> dict:
             state = settle()
             expected = state["views"]
             shown = {name: squeeze(on_page(name).inner_text()) for name in expected}
-            if (setting in expected["summary"] and shown == expected
-                    or time.monotonic() > deadline):
+            if setting in expected["summary"] and shown == expected or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         assert setting in expected["summary"], (
-            f"after {after}, the kernel's lab does not show {setting}: {expected['summary']!r}")
+            f"after {after}, the kernel's lab does not show {setting}: {expected['summary']!r}"
+        )
         for name in expected:
             assert shown[name] == expected[name], (
                 f"after {after}, the lab's {name} on the page is\n  {shown[name]!r}\n"
-                f"but its kernel holds\n  {expected[name]!r}")
+                f"but its kernel holds\n  {expected[name]!r}"
+            )
         return state
 
     shots = 0
@@ -311,11 +339,11 @@ def drive_lab(page, labs: SimpleNamespace, lab_name: str, only=None) -> dict:
         was_disabled = {n for n in todo if controls[n]["disabled"]}
         act(on_page(name), controls[name]["kind"], action)
         # the lab recomputes for the new value: its summary line starts with the setting
-        state = settled(after := f"{name}: {action[0]} {action[1]!r}",
-                        f"{name}={text}")
+        state = settled(after := f"{name}: {action[0]} {action[1]!r}", f"{name}={text}")
         held = state["controls"][name]
         assert held["value"] == value, (
-            f"after {after}, the kernel's {name} holds {held['value']}, not {value}")
+            f"after {after}, the kernel's {name} holds {held['value']}, not {value}"
+        )
         for other in todo:
             if state["controls"][other]["disabled"] and other not in was_disabled:
                 disabled_by[other] = (name, before)

@@ -56,8 +56,9 @@ class GradientProbe:
     """
 
     def __init__(self, *, watch_accessed_variables: bool = True):
-        self._tape = tf.GradientTape(persistent=True,
-                                     watch_accessed_variables=watch_accessed_variables)
+        self._tape = tf.GradientTape(
+            persistent=True, watch_accessed_variables=watch_accessed_variables
+        )
         self._marks: list[Any] = []
         self._watched: set[Any] = set()  # refs of tensors watched through the probe
         self._exits: list[tuple[str, Any, int]] = []  # conversions to Python / NumPy
@@ -72,8 +73,10 @@ class GradientProbe:
     @_not_converted
     def __enter__(self) -> GradientProbe:
         if self._state != "new":
-            raise ProbeError("a GradientProbe records one forward pass; make a new one "
-                             "(with GradientProbe() as probe:) for the next.")
+            raise ProbeError(
+                "a GradientProbe records one forward pass; make a new one "
+                "(with GradientProbe() as probe:) for the next."
+            )
         self._eager = tf.executing_eagerly()
         self._graph = tf.compat.v1.get_default_graph()
         self._span[0] = _creation_order() if self._eager else None
@@ -132,17 +135,22 @@ class GradientProbe:
         """``tape.gradient(target, sources, ...)`` on the probe's tape."""
         require(self._state, "gradient", recording=False)
         with _paused(self):
-            return self._tape.gradient(target, keras.tree.map_structure(watchable, sources),
-                                       **kwargs)
+            return self._tape.gradient(
+                target, keras.tree.map_structure(watchable, sources), **kwargs
+            )
 
     @_not_converted
-    def report(self, loss: Any, sources: Sequence[Any],
-               names: Sequence[str] | None = None) -> GradientReport:
+    def report(
+        self, loss: Any, sources: Sequence[Any], names: Sequence[str] | None = None
+    ) -> GradientReport:
         """The gradient report (``helpers.diagnosis.report``) of ``loss`` for ``sources``."""
         sources = check_sources(sources)
         last_loss, last_sources, grads = self._last
-        if loss is not last_loss or len(sources) != len(last_sources) or any(
-                a is not b for a, b in zip(sources, last_sources)):
+        if (
+            loss is not last_loss
+            or len(sources) != len(last_sources)
+            or any(a is not b for a, b in zip(sources, last_sources))
+        ):
             grads = self.gradient(loss, sources)  # else: locate() just computed them
         return gradient_report(grads, sources, source_names(self._marks, sources, names))
 
@@ -160,8 +168,10 @@ class GradientProbe:
 
     def _mark_one(self, name: str, value: Any) -> None:
         if name in self.marks:
-            raise ValueError(f"there is already a mark named {name!r}. Each mark needs its "
-                             f"own name; in a loop use e.g. f'{name}_{{t}}'.")
+            raise ValueError(
+                f"there is already a mark named {name!r}. Each mark needs its "
+                f"own name; in a loop use e.g. f'{name}_{{t}}'."
+            )
         m = classify(name, value)
         if m.kind in ("float", "variable"):
             check_same_trace(f"probe.mark({name!r}, ...)", self._eager, self._graph)
@@ -169,8 +179,9 @@ class GradientProbe:
         self._marks.append(m)
 
     @_not_converted
-    def locate(self, loss: Any, sources: Sequence[Any],
-               names: Sequence[str] | None = None) -> Location:
+    def locate(
+        self, loss: Any, sources: Sequence[Any], names: Sequence[str] | None = None
+    ) -> Location:
         """Where the gradient path from ``sources`` (variables or watched tensors) to
         ``loss`` breaks. Returns a ``Location`` that prints as an explanation."""
         require(self._state, "locate", recording=False)
@@ -181,10 +192,12 @@ class GradientProbe:
         if usable:
             check_same_trace("probe.locate(loss, ...)", self._eager, self._graph, loss)
         with _paused(self):
-            locator = Locator(self._tape, self._marks, self._watched, self._exits,
-                              self._eager, self._grads)
-            where, grads, error = aside(self._eager, lambda: locator.run(
-                loss, sources, names, note, usable))
+            locator = Locator(
+                self._tape, self._marks, self._watched, self._exits, self._eager, self._grads
+            )
+            where, grads, error = aside(
+                self._eager, lambda: locator.run(loss, sources, names, note, usable)
+            )
         if usable and not error and self._eager:
             self._last = (loss, sources, grads)
         return where

@@ -20,8 +20,13 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-CONVERSIONS = {"__float__": "float()", "__int__": "int()", "__index__": "int()",
-               "numpy": ".numpy()", "__array__": "np.asarray()"}
+CONVERSIONS = {
+    "__float__": "float()",
+    "__int__": "int()",
+    "__index__": "int()",
+    "numpy": ".numpy()",
+    "__array__": "np.asarray()",
+}
 _converting = [False]  # inside a wrapped conversion: float() calls .numpy(); note it once
 
 
@@ -64,8 +69,9 @@ def noting_exits(note: Callable[[str, Any], None]) -> Iterator[None]:
             setattr(owner, name, original)
 
 
-def _wrapped(original: Callable[..., Any], label: str,
-             note: Callable[[str, Any], None]) -> Callable[..., Any]:
+def _wrapped(
+    original: Callable[..., Any], label: str, note: Callable[[str, Any], None]
+) -> Callable[..., Any]:
     def conversion(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _converting[0]:
             return original(self, *args, **kwargs)

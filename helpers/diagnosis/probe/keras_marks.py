@@ -24,8 +24,7 @@ def layers_by_path(model: keras.layers.Layer) -> list[tuple[str, keras.layers.La
     the layers' names with ``/`` (``denoiser/encoder/dense``). A layer reached twice (shared)
     is listed once."""
     if not isinstance(model, keras.layers.Layer):
-        raise TypeError(f"mark_layers expects a Keras model or layer, got "
-                        f"{type(model).__name__}.")
+        raise TypeError(f"mark_layers expects a Keras model or layer, got {type(model).__name__}.")
     found: list[tuple[str, keras.layers.Layer]] = []
     seen: set[int] = set()
 
@@ -50,17 +49,28 @@ def _children(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
     else:  # a layer keeps its sublayers as (public) attributes
         children = []
         for key, value in vars(layer).items():
-            items = (value if isinstance(value, (list, tuple)) else
-                     value.values() if isinstance(value, dict) else [value])
-            children += [item for item in items if not key.startswith("_")
-                         and isinstance(item, keras.layers.Layer) and item is not layer
-                         and all(item is not c for c in children)]
+            items = (
+                value
+                if isinstance(value, (list, tuple))
+                else value.values()
+                if isinstance(value, dict)
+                else [value]
+            )
+            children += [
+                item
+                for item in items
+                if not key.startswith("_")
+                and isinstance(item, keras.layers.Layer)
+                and item is not layer
+                and all(item is not c for c in children)
+            ]
     return [c for c in children if not isinstance(c, keras.layers.InputLayer)]
 
 
 @contextlib.contextmanager
-def marking_layers(mark: Callable[[str, Any], Any], model: keras.layers.Layer,
-                   skip: Callable[[], bool]) -> Iterator[list[str]]:
+def marking_layers(
+    mark: Callable[[str, Any], Any], model: keras.layers.Layer, skip: Callable[[], bool]
+) -> Iterator[list[str]]:
     """While open, every call of a layer of ``model`` passes its output to ``mark(path, out)``
     (``path (call 2)`` for a second call), unless ``skip()``. Yields the layer paths."""
     layers = layers_by_path(model)
@@ -69,8 +79,10 @@ def marking_layers(mark: Callable[[str, Any], Any], model: keras.layers.Layer,
     try:
         for path, layer in layers:
             if "call" in vars(layer):
-                raise ValueError(f"layer {path!r} already has its call wrapped (mark_layers "
-                                 "on the same model twice?).")
+                raise ValueError(
+                    f"layer {path!r} already has its call wrapped (mark_layers "
+                    "on the same model twice?)."
+                )
             object.__setattr__(layer, "call", _marked(layer.call, path, mark, skip, calls))
             wrapped.append(layer)
         yield [path for path, _ in layers]
@@ -79,8 +91,13 @@ def marking_layers(mark: Callable[[str, Any], Any], model: keras.layers.Layer,
             object.__delattr__(layer, "call")
 
 
-def _marked(call: Callable[..., Any], path: str, mark: Callable[[str, Any], Any],
-            skip: Callable[[], bool], calls: dict[str, int]) -> Callable[..., Any]:
+def _marked(
+    call: Callable[..., Any],
+    path: str,
+    mark: Callable[[str, Any], Any],
+    skip: Callable[[], bool],
+    calls: dict[str, int],
+) -> Callable[..., Any]:
     def marked_call(*args: Any, **kwargs: Any) -> Any:
         out = call(*args, **kwargs)
         leaves = keras.tree.flatten(out)
@@ -94,5 +111,8 @@ def _marked(call: Callable[..., Any], path: str, mark: Callable[[str, Any], Any]
 
 
 def _markable(value: Any) -> bool:
-    return tf.is_tensor(value) and not isinstance(value, keras.KerasTensor) and not isinstance(
-        value, (tf.RaggedTensor, tf.SparseTensor))
+    return (
+        tf.is_tensor(value)
+        and not isinstance(value, keras.KerasTensor)
+        and not isinstance(value, (tf.RaggedTensor, tf.SparseTensor))
+    )

@@ -89,23 +89,33 @@ class Location:
             head = "Gradient path intact: every source gets a gradient."
         elif not self.breaks:
             none = len(self.unreached_variables())
-            head = (f"No break in the gradient path, but {none} source"
-                    f"{' gets' if none == 1 else 's get'} None (see the note).")
+            head = (
+                f"No break in the gradient path, but {none} source"
+                f"{' gets' if none == 1 else 's get'} None (see the note)."
+            )
         elif len(self.breaks) == 1:
-            head = (f"Gradient path broken between {self._start(self.breaks[0])} and "
-                    f"{point(self.breaks[0][1])}.")
+            head = (
+                f"Gradient path broken between {self._start(self.breaks[0])} and "
+                f"{point(self.breaks[0][1])}."
+            )
         else:
             head = f"Gradient path broken in {len(self.breaks)} places, in forward order:"
         lines = [(0, head)]
         for number, (start, end) in enumerate(self.breaks, 1):
             if len(self.breaks) > 1:
-                lines.append((0, f"{number}. between {self._start((start, end))} and "
-                                 f"{point(end)}."))
+                lines.append(
+                    (0, f"{number}. between {self._start((start, end))} and {point(end)}.")
+                )
             lines.extend((1, line) for line in self.details.get((start, end), []))
             named = self.starts.get((start, end), "")
             verb_ = "are" if "," in named else "is"
-            where = (point(start) if start != VARIABLES else f"where {named} {verb_} used"
-                     if named else "where the variables are used")
+            where = (
+                point(start)
+                if start != VARIABLES
+                else f"where {named} {verb_} used"
+                if named
+                else "where the variables are used"
+            )
             lines.append((1, f"Look at the code between {where} and {point(end)}."))
         lines.extend((0, f"Note: {note}") for note in self.notes)
         return lines
@@ -116,9 +126,15 @@ class Location:
 
     def table_rows(self) -> list[tuple[str, str, str, str]]:
         total = len(self.variable_names)
-        return [(m.name, m.kind_text(), "-" if m.kind in NO_GRADIENT_KINDS else _reach_text(m),
-                 "-" if m.kind in NO_GRADIENT_KINDS else _variables_text(m.variables, total))
-                for m in self.marks]
+        return [
+            (
+                m.name,
+                m.kind_text(),
+                "-" if m.kind in NO_GRADIENT_KINDS else _reach_text(m),
+                "-" if m.kind in NO_GRADIENT_KINDS else _variables_text(m.variables, total),
+            )
+            for m in self.marks
+        ]
 
     def to_text(self) -> str:
         if not self.marks:
@@ -148,11 +164,15 @@ class Location:
             elif line:
                 parts.append(f"<p style='margin:0.3em 0'>{escape(line)}</p>")
         if self.marks:
-            rows = [[code_html(name), escape(kind), _reach_html(m, reach),
-                     escape(variables)]
-                    for m, (name, kind, reach, variables) in zip(self.marks, self.table_rows())]
-            parts.append(html_table(("mark", "kind", "loss reaches it", "variables reaching it"),
-                                    rows, wrap=[3]))
+            rows = [
+                [code_html(name), escape(kind), _reach_html(m, reach), escape(variables)]
+                for m, (name, kind, reach, variables) in zip(self.marks, self.table_rows())
+            ]
+            parts.append(
+                html_table(
+                    ("mark", "kind", "loss reaches it", "variables reaching it"), rows, wrap=[3]
+                )
+            )
         return "".join(parts)
 
     def plot(self, ax: Any = None) -> Any:
@@ -164,10 +184,17 @@ class Location:
         names = list(self.variable_names)
         reaches = [[n in m.variables for m in self.marks] for n in names]
         return plot_gradient_path(
-            self.names, names, reaches, [m.loss_reaches for m in self.marks],
-            list(self.loss_reaches_variables), self.breaks,
+            self.names,
+            names,
+            reaches,
+            [m.loss_reaches for m in self.marks],
+            list(self.loss_reaches_variables),
+            self.breaks,
             passes_no_gradient=[m.kind in NO_GRADIENT_KINDS for m in self.marks],
-            start=VARIABLES, end=LOSS, ax=ax)
+            start=VARIABLES,
+            end=LOSS,
+            ax=ax,
+        )
 
 
 def _reach_text(m: MarkResult) -> str:
@@ -183,8 +210,13 @@ def _reach_html(m: MarkResult, text: str) -> str:
     """The "loss reaches it" cell, in the colour of the gradient the loss sends there."""
     if text == "-":
         return text
-    status = ("error" if m.loss_gradient == "error" else "none" if not m.loss_reaches
-              else m.loss_gradient or "ok")
+    status = (
+        "error"
+        if m.loss_gradient == "error"
+        else "none"
+        if not m.loss_reaches
+        else m.loss_gradient or "ok"
+    )
     return status_html(text, status)
 
 
@@ -193,8 +225,11 @@ def _variables_text(reached: tuple[str, ...], total: int) -> str:
         return "none"
     if len(reached) == total:
         return f"all {total}" if total > 1 else "1 of 1"
-    return f"{len(reached)} of {total}: " + ", ".join(reached[:3]) + (
-        ", ..." if len(reached) > 3 else "")
+    return (
+        f"{len(reached)} of {total}: "
+        + ", ".join(reached[:3])
+        + (", ..." if len(reached) > 3 else "")
+    )
 
 
 def point(name: str) -> str:
@@ -218,18 +253,24 @@ def verb(names: Sequence[str], one: str, many: str) -> str:
 # -- the words of the explanation -------------------------------------------------------------
 CAUSE_TEXT = {
     "unread": "never read inside the `with` block (computed in build() or __init__, or the "
-              "model ran before the block?): the tape never saw a read. Compute from the "
-              "variables inside the block.",
+    "model ran before the block?): the tape never saw a read. Compute from the "
+    "variables inside the block.",
     "unwatched": "a tensor the tape never watched: call probe.watch(x) inside the block, "
-                 "before x is used (if it was a tf.Variable, `x = x + 1` replaced it with a "
-                 "tensor: use x.assign_add).",
+    "before x is used (if it was a tf.Variable, `x = x + 1` replaced it with a "
+    "tensor: use x.assign_add).",
     "integer": "an integer dtype: integers have no gradient (ask for the float tensor they "
-               "index, e.g. the embeddings).",
+    "index, e.g. the embeddings).",
 }
 
 
-def break_lines(pair: tuple[str, str], sources: list[str], causes: dict[str, Cause],
-                results: list[MarkResult], loss_note: str, exits: dict[str, str]) -> list[str]:
+def break_lines(
+    pair: tuple[str, str],
+    sources: list[str],
+    causes: dict[str, Cause],
+    results: list[MarkResult],
+    loss_note: str,
+    exits: dict[str, str],
+) -> list[str]:
     """What explains one break: the causes of its sources, what the marks around it show.
     ``exits``: for a source that left TensorFlow as a Python / NumPy number, where."""
     start, end = pair
@@ -241,16 +282,22 @@ def break_lines(pair: tuple[str, str], sources: list[str], causes: dict[str, Cau
     left = [s for s in sources if s in exits]
     for label in dict.fromkeys(exits[s] for s in left):
         which = [s for s in left if exits[s] == label]
-        lines.append(f"{some(which)} {verb(which, 'leaves', 'leave')} TensorFlow at {point(label)} "
-                     "inside the block: a Python or NumPy number carries no gradient. Keep "
-                     "it a tensor (drop float() / int() / .numpy()).")
+        lines.append(
+            f"{some(which)} {verb(which, 'leaves', 'leave')} TensorFlow at {point(label)} "
+            "inside the block: a Python or NumPy number carries no gradient. Keep "
+            "it a tensor (drop float() / int() / .numpy())."
+        )
     cut = [s for s in sources if causes[s] == "cut" and s not in exits]
     if start == VARIABLES and cut:
-        lines.append(f"{some(cut)} {verb(cut, 'reaches', 'reach')} no mark: the path "
-                     f"breaks before {point(end)}.")
+        lines.append(
+            f"{some(cut)} {verb(cut, 'reaches', 'reach')} no mark: the path "
+            f"breaks before {point(end)}."
+        )
     elif start != VARIABLES:
-        lines.append(f"{some(cut or sources)} {verb(cut or sources, 'reaches', 'reach')} "
-                     f"{start!r}; the loss does not reach it.")
+        lines.append(
+            f"{some(cut or sources)} {verb(cut or sources, 'reaches', 'reach')} "
+            f"{start!r}; the loss does not reach it."
+        )
         end_result = next((r for r in results if r.name == end), None)
         start_result = next(r for r in results if r.name == start)
         if start_result.loss_gradient == "error":
@@ -258,56 +305,87 @@ def break_lines(pair: tuple[str, str], sources: list[str], causes: dict[str, Cau
         elif end_result is None:
             lines.append(f"The loss reaches no mark that depends on {start!r}.")
         else:
-            lines.append(f"{end!r} does not depend on {start!r} through the tape"
-                         + ("; the loss reaches it." if end_result.loss_reaches else "."))
+            lines.append(
+                f"{end!r} does not depend on {start!r} through the tape"
+                + ("; the loss reaches it." if end_result.loss_reaches else ".")
+            )
     names = [r.name for r in results]
     first = names.index(start) if start in names else 0
     last = names.index(end) + 1 if end in names else len(names)
     errors = dict.fromkeys(e for r in results[first:last] for e in r.errors)
-    lines += [f"{r.name!r} is {r.note}" for r in results[first:last]
-              if r.note and r.kind != "float"]
-    lines += [f"An op between these marks has no usable gradient: tape.gradient raises {e}."
-              for e in errors]
+    lines += [
+        f"{r.name!r} is {r.note}" for r in results[first:last] if r.note and r.kind != "float"
+    ]
+    lines += [
+        f"An op between these marks has no usable gradient: tape.gradient raises {e}."
+        for e in errors
+    ]
     if end == LOSS and loss_note:
         lines.append(loss_note)
     return lines
 
 
-def notes(results: list[MarkResult], names: list[str], reached: list[bool],
-          causes: dict[str, Cause], loss_note: str, breaks: list[tuple[str, str]],
-          traced: bool, once: Sequence[str] = ()) -> list[str]:
+def notes(
+    results: list[MarkResult],
+    names: list[str],
+    reached: list[bool],
+    causes: dict[str, Cause],
+    loss_note: str,
+    breaks: list[tuple[str, str]],
+    traced: bool,
+    once: Sequence[str] = (),
+) -> list[str]:
     """The notes under the verdict; each is printed only when what it says is true."""
     found = []
     if loss_note and not any(end == LOSS for _, end in breaks):
         found.append(loss_note)
     frozen = [n for n, c in causes.items() if c == "untrainable"]
     if frozen:
-        found.append(f"{quoted(frozen)} {verb(frozen, 'is', 'are')} not trainable: the tape "
-                     "does not watch such variables, so their gradient is None by design "
-                     "(BatchNorm moving statistics, a dropout seed). Pass "
-                     "model.trainable_variables; to see one's gradient anyway, probe.watch(...) "
-                     "it inside the block.")
+        found.append(
+            f"{quoted(frozen)} {verb(frozen, 'is', 'are')} not trainable: the tape "
+            "does not watch such variables, so their gradient is None by design "
+            "(BatchNorm moving statistics, a dropout seed). Pass "
+            "model.trainable_variables; to see one's gradient anyway, probe.watch(...) "
+            "it inside the block."
+        )
     fine = {n for n, r in zip(names, reached) if r}
-    side = [r.name for r in results if r.kind in ("float", "variable") and not r.loss_reaches
-            and r.variables and set(r.variables) <= fine and r.loss_gradient != "error"]
+    side = [
+        r.name
+        for r in results
+        if r.kind in ("float", "variable")
+        and not r.loss_reaches
+        and r.variables
+        and set(r.variables) <= fine
+        and r.loss_gradient != "error"
+    ]
     if side:
-        found.append(f"the loss does not read {quoted(side)}, but every source reaching it "
-                     "gets a gradient: a side branch, not a break (a Keras 3 loss, for one, "
-                     "computes from the logits behind a softmax or sigmoid output).")
+        found.append(
+            f"the loss does not read {quoted(side)}, but every source reaching it "
+            "gets a gradient: a side branch, not a break (a Keras 3 loss, for one, "
+            "computes from the logits behind a softmax or sigmoid output)."
+        )
     early = [r.name for r in results if r.kind == "float" and r.note]
     if early and "unread" in causes.values():  # evidence only for variables never read
-        found.append(f"{quoted(early)} was computed before the `with` block began: the "
-                     "tape never saw how it was made.")
-    for status, words in (("zero", "its gradient there is all zeros"),
-                          ("nonfinite", "its gradient there is NaN or inf")):
+        found.append(
+            f"{quoted(early)} was computed before the `with` block began: the "
+            "tape never saw how it was made."
+        )
+    for status, words in (
+        ("zero", "its gradient there is all zeros"),
+        ("nonfinite", "its gradient there is NaN or inf"),
+    ):
         marked = [r.name for r in results if r.loss_gradient == status]
         if marked:
             found.append(f"the loss reaches {quoted(marked)}, but {words}.")
     if once:
-        found.append(f"a tf.py_function lies after {quoted(once)}: TensorFlow computes its "
-                     "gradient only once, so the probe knows the loss reaches "
-                     f"{verb(once, 'that mark', 'those marks')} but not the values there.")
+        found.append(
+            f"a tf.py_function lies after {quoted(once)}: TensorFlow computes its "
+            "gradient only once, so the probe knows the loss reaches "
+            f"{verb(once, 'that mark', 'those marks')} but not the values there."
+        )
     if traced:
-        found.append("located while tracing a tf.function: None or not None is known, "
-                     "zero / NaN values are not.")
+        found.append(
+            "located while tracing a tf.function: None or not None is known, "
+            "zero / NaN values are not."
+        )
     return found

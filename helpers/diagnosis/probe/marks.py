@@ -56,31 +56,55 @@ class Mark:
 def classify(name: str, value: Any) -> Mark:
     """The mark of ``value``; a clear TypeError for what cannot be marked."""
     if is_variable(value):
-        return Mark(name, "variable", tf.as_dtype(value.dtype).name, value,
-                    "a variable: the tape sees reads of it, never how its value was "
-                    "computed (assign / assign_add cut the path). Mark the tensor you "
-                    "assign instead.")
+        return Mark(
+            name,
+            "variable",
+            tf.as_dtype(value.dtype).name,
+            value,
+            "a variable: the tape sees reads of it, never how its value was "
+            "computed (assign / assign_add cut the path). Mark the tensor you "
+            "assign instead.",
+        )
     if isinstance(value, (np.ndarray, np.generic)):
-        return Mark(name, "numpy", np.asarray(value).dtype.name, value,
-                    "a NumPy array: the computation left TensorFlow here (.numpy(), np.*, "
-                    "model.predict, librosa?), and nothing before it can get a gradient.")
+        return Mark(
+            name,
+            "numpy",
+            np.asarray(value).dtype.name,
+            value,
+            "a NumPy array: the computation left TensorFlow here (.numpy(), np.*, "
+            "model.predict, librosa?), and nothing before it can get a gradient.",
+        )
     if isinstance(value, (bool, numbers.Number)):
-        return Mark(name, "python", type(value).__name__, value,
-                    "a Python number: the computation left TensorFlow here (float(), "
-                    "int(), .item(), .numpy()?), and nothing before it can get a gradient.")
+        return Mark(
+            name,
+            "python",
+            type(value).__name__,
+            value,
+            "a Python number: the computation left TensorFlow here (float(), "
+            "int(), .item(), .numpy()?), and nothing before it can get a gradient.",
+        )
     if isinstance(value, keras.KerasTensor):
-        raise TypeError(f"mark {name!r}: got a symbolic keras.KerasTensor (from keras.Input). "
-                        "Mark values computed inside the `with` block, e.g. model(x).")
+        raise TypeError(
+            f"mark {name!r}: got a symbolic keras.KerasTensor (from keras.Input). "
+            "Mark values computed inside the `with` block, e.g. model(x)."
+        )
     if isinstance(value, (tf.RaggedTensor, tf.SparseTensor, tf.IndexedSlices)):
         raise TypeError(f"mark {name!r}: got a {type(value).__name__}; mark a dense tensor.")
     if tf.is_tensor(value):
         if value.dtype.is_floating or value.dtype.is_complex:
             return Mark(name, "float", value.dtype.name, value)
-        return Mark(name, "integer", value.dtype.name, value,
-                    f"{a_or_an(value.dtype.name)} tensor: integers, booleans and strings carry "
-                    "no gradient (round, argmax, a cast to int?).")
-    raise TypeError(f"mark {name!r}: expected a tensor, a variable, a NumPy array, a Python "
-                    f"number or a list / dict of them, got {type(value).__name__}.")
+        return Mark(
+            name,
+            "integer",
+            value.dtype.name,
+            value,
+            f"{a_or_an(value.dtype.name)} tensor: integers, booleans and strings carry "
+            "no gradient (round, argmax, a cast to int?).",
+        )
+    raise TypeError(
+        f"mark {name!r}: expected a tensor, a variable, a NumPy array, a Python "
+        f"number or a list / dict of them, got {type(value).__name__}."
+    )
 
 
 def leaves(name: str, value: Any) -> list[tuple[str, Any]]:
@@ -127,10 +151,10 @@ def check_same_trace(what: str, eager: bool, graph: Any, tensor: Any = None) -> 
             "probe sees only the trace it was opened in: mark the inputs and outputs of "
             "the tf.function instead, or run it eagerly while you debug "
             "(tf.config.run_functions_eagerly(True)), or put the whole `with` block and "
-            "locate() inside one tf.function.")
+            "locate() inside one tf.function."
+        )
     tensor_graph = getattr(tensor, "graph", None)
-    if tensor is not None and not eager and tensor_graph is not None \
-            and tensor_graph is not graph:
+    if tensor is not None and not eager and tensor_graph is not None and tensor_graph is not graph:
         raise ProbeError(f"{what}: the loss belongs to another tf.function trace.")
 
 
@@ -139,11 +163,15 @@ def require(state: str, what: str, *, recording: bool) -> None:
     before it (not ``recording``); ``state``: new, recording or done."""
     if recording and state != "recording":
         when = "before" if state == "new" else "after"
-        raise ProbeError(f"probe.{what}() was called {when} the `with GradientProbe() as "
-                         "probe:` block. The tape records only inside it: call it there.")
+        raise ProbeError(
+            f"probe.{what}() was called {when} the `with GradientProbe() as "
+            "probe:` block. The tape records only inside it: call it there."
+        )
     if not recording and state == "new":
-        raise ProbeError(f"probe.{what}() needs a recorded forward pass: run it inside "
-                         "`with GradientProbe() as probe:` first.")
+        raise ProbeError(
+            f"probe.{what}() needs a recorded forward pass: run it inside "
+            "`with GradientProbe() as probe:` first."
+        )
 
 
 def _creation_order(tensor: Any = None) -> int | None:
@@ -156,6 +184,7 @@ def _creation_order(tensor: Any = None) -> int | None:
     """
     try:
         from tensorflow.python.framework import ops
+
         number = ops.uid() if tensor is None else getattr(tensor, "_id", None)
     except (ImportError, AttributeError):  # pragma: no cover - TF internals changed
         return None
@@ -177,22 +206,28 @@ def check_sources(sources: Any) -> list[Any]:
     if is_variable(sources) or tf.is_tensor(sources):
         raise TypeError("sources must be a list; wrap a single one: [w].")
     if isinstance(sources, (dict, str)) or not isinstance(sources, Sequence):
-        raise TypeError(f"sources must be a list of variables or tensors, got "
-                        f"{type(sources).__name__}.")
+        raise TypeError(
+            f"sources must be a list of variables or tensors, got {type(sources).__name__}."
+        )
     sources = list(sources)
     if not sources:
         raise ValueError(
             "the list of sources is empty. If it came from model.trainable_weights, the model "
             "was not built yet when you read it: a Keras layer creates its weights the first "
-            "time it is called. Call it once (or give it a keras.Input) first.")
+            "time it is called. Call it once (or give it a keras.Input) first."
+        )
     for i, s in enumerate(sources):
         if isinstance(s, keras.KerasTensor):
-            raise TypeError(f"sources[{i}] is a symbolic KerasTensor (model.inputs?): it never "
-                            "holds a value. Watch and pass the tensor you feed the model.")
+            raise TypeError(
+                f"sources[{i}] is a symbolic KerasTensor (model.inputs?): it never "
+                "holds a value. Watch and pass the tensor you feed the model."
+            )
         if not (is_variable(s) or tf.is_tensor(s)):
-            raise TypeError(f"sources[{i}] is a {type(s).__name__}; expected a tf.Variable, "
-                            "a keras.Variable or a tensor (NumPy: tf.convert_to_tensor it and "
-                            "probe.watch it inside the block).")
+            raise TypeError(
+                f"sources[{i}] is a {type(s).__name__}; expected a tf.Variable, "
+                "a keras.Variable or a tensor (NumPy: tf.convert_to_tensor it and "
+                "probe.watch it inside the block)."
+            )
     return sources
 
 

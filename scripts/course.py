@@ -1,0 +1,341 @@
+"""The course's tasks, run by ``./course.sh`` with the course environment's Python.
+
+    ./course.sh doctor        check the setup, one line each, with the fix for each problem
+    ./course.sh lab           install the course lock (first time) and open JupyterLab
+    ./course.sh test          install the dev lock, lint, then pytest: the unit tests, every
+                              notebook under strict nbval and the browser tests, two workers
+    ./course.sh portability   every notebook under strict nbval as on an older x86-64 CPU, on
+                              one thread and on eight threads
+    ./course.sh regenerate    re-execute the notebooks' stored outputs (all, or those named)
+    ./course.sh student [DIR] write the student edition (default student/)
+    ./course.sh lock          re-lock requirements.txt and requirements-dev.txt with uv
+
+Extra arguments to ``test`` and ``portability`` go to pytest. Only the standard library is
+imported here: ``doctor`` must work before anything is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = Path(sys.prefix)  # course.sh runs this file with the environment's own Python
+COURSE_LOCK = ROOT / "requirements.txt"  # what the course needs to run
+DEV_LOCK = ROOT / "requirements-dev.txt"  # the course plus the test and authoring stack
+PIP = "pip==26.3"  # the pip that installs the locks (locked with them, hashes included)
+NEED_GB = 4  # the environment takes about 3 GB; pip needs about 1 GB more while it installs
+WIDGETS_EXTENSION = "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager"
+# Strict nbval (every output compared) in a kernel from this environment; the sanitizer only
+# hides audio players' base64 bytes. Two workers; --dist loadfile keeps a notebook's cells on
+# one worker, in order, in one kernel.
+NBVAL = ["--nbval", "--nbval-current-env", f"--nbval-sanitize-with={ROOT}/tests/nbval_sanitize.cfg"]
+WORKERS = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+LINTS = (
+    ["ruff", "check", "."],
+    ["ruff", "format", "--check", "."],
+    ["lint-imports"],
+    [sys.executable, "scripts/lint_course.py"],
+)
+
+
+# --------------------------------------------------------------------------- doctor's checks
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of ``doctor``: ``ok``, ``--`` (not installed yet) or ``PROBLEM`` with a fix."""
+
+    state: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.state:<8} {self.text}"
+
+
+def check_python(version: tuple[int, int, int] = sys.version_info[:3]) -> Check:
+    shown = ".".join(map(str, version))
+    if (3, 11) <= version[:2] <= (3, 13):
+        return Check("ok", f"Python {shown} in {VENV} (3.11, 3.12 and 3.13 run the course)")
+    return Check(
+        "PROBLEM",
+        f"Python: {VENV} has Python {shown}; the course runs on 3.11, 3.12 "
+        f"or 3.13. Fix: rm -rf {VENV} && ./course.sh lab",
+    )
+
+
+def installed(lock: Path) -> bool:
+    """Whether ``lock`` (and this pyproject.toml) was installed into the environment as it is."""
+    stamp = VENV / f".installed-{lock.name}"
+    return stamp.is_file() and stamp.read_text() == _fingerprint(lock)
+
+
+def _fingerprint(lock: Path) -> str:
+    return hashlib.sha256(lock.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
+
+
+def tensorflow_problem(status: int, stderr: str, cpu_flags: set[str]) -> str | None:
+    """Why ``import tensorflow`` failed, with its fix (None if it did not fail)."""
+    if status == 0:
+        return None
+    if status in (132, -4) or "instructions, but these aren't available" in stderr:
+        has = "AVX" if "avx" in cpu_flags else "no AVX"
+        return (
+            "TensorFlow does not import: its wheels need AVX, which this CPU lacks (it has "
+            f"{has}). Fix: none on this machine; run the course on a CPU with AVX (Intel and "
+            "AMD since 2011) or on Apple silicon"
+        )
+    if "No module named 'tensorflow'" in stderr:
+        return f"TensorFlow is not installed in {VENV}. Fix: ./course.sh lab"
+    last = [line for line in stderr.splitlines() if line.strip()][-1:] or ["no message"]
+    return f"TensorFlow does not import: {last[0]}. Fix: rm -rf {VENV} && ./course.sh lab"
+
+
+def cpu_flags(cpuinfo: str) -> set[str]:
+    """The CPU's feature flags from ``/proc/cpuinfo`` text (empty where there is none)."""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()
+
+
+def check_tensorflow() -> Check:
+    if not installed(COURSE_LOCK) and not installed(DEV_LOCK):
+        return Check("--", "TensorFlow: not installed yet (./course.sh lab installs it)")
+    code = "import tensorflow as tf; print(tf.__version__)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = cpu_flags(cpuinfo.read_text() if cpuinfo.exists() else "")
+    problem = tensorflow_problem(result.returncode, result.stderr, flags)
+    if problem:
+        return Check("PROBLEM", problem)
+    return Check("ok", f"TensorFlow {result.stdout.strip()} imports")
+
+
+def check_widgets(prefix: Path = VENV) -> Check:
+    if not installed(COURSE_LOCK) and not installed(DEV_LOCK):
+        return Check("--", "ipywidgets' JupyterLab extension: not installed yet")
+    if (prefix / WIDGETS_EXTENSION / "package.json").is_file():
+        return Check("ok", "ipywidgets' JupyterLab extension is installed")
+    return Check(
+        "PROBLEM",
+        f"ipywidgets' JupyterLab extension is missing from {prefix}: widgets "
+        "show as text. Fix: ./course.sh lab (it reinstalls the lock)",
+    )
+
+
+def check_chromium(found: str | None = None) -> Check:
+    chromium = found or os.environ.get("CHROMIUM") or shutil.which("chromium")
+    if chromium and os.access(chromium, os.X_OK):
+        return Check("ok", f"Chromium for the browser tests: {chromium}")
+    return Check(
+        "PROBLEM",
+        "Chromium for the browser tests: not found (./course.sh test skips "
+        "them without it). Fix: sudo apt-get install -y chromium",
+    )
+
+
+def check_disk(free_bytes: int | None = None, is_installed: bool | None = None) -> Check:
+    free = shutil.disk_usage(VENV).free if free_bytes is None else free_bytes
+    done = installed(COURSE_LOCK) if is_installed is None else is_installed
+    gb = free / 2**30
+    if done:
+        return Check("ok", f"disk: {gb:.1f} GB free where {VENV} is installed (about 3 GB)")
+    if gb >= NEED_GB:
+        return Check("ok", f"disk: {gb:.1f} GB free where {VENV} will be installed")
+    return Check(
+        "PROBLEM",
+        f"disk: {gb:.1f} GB free where {VENV} would be installed; it needs "
+        f"about {NEED_GB} GB. Fix: VENV=/path/on/a/disk/with/space/.venv "
+        "./course.sh lab",
+    )
+
+
+def report(checks: Sequence[Callable[[], Check]], quiet: bool = False) -> bool:
+    """Run the checks, print their lines (only problems when quiet); True if none failed."""
+    ok = True
+    for make in checks:
+        check = make()
+        ok &= check.state != "PROBLEM"
+        if not quiet or check.state == "PROBLEM":
+            print(check, flush=True)
+    return ok
+
+
+# --------------------------------------------------------------------------- setup and tasks
+
+
+def pip(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args], check=True)
+
+
+def setup(lock: Path) -> None:
+    """Install ``lock`` (hashes required) and the course's own package, once per change."""
+    if not report([lambda: check_disk(is_installed=installed(lock))], quiet=True):
+        sys.exit(1)
+    if not installed(lock):
+        try:
+            pip("install", "--quiet", "--require-hashes", "--no-deps", "-r", str(lock))
+            pip("install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(ROOT))
+        except subprocess.CalledProcessError:
+            sys.exit(
+                "pip could not install the locked packages (its message is above). 'No "
+                "matching distribution found for tensorflow' means TensorFlow 2.21 has no "
+                f"wheel for {platform.system()} {platform.machine()}: it has Linux x86-64 "
+                "and ARM64 (glibc 2.27+) and Apple-silicon ones."
+            )
+        (VENV / f".installed-{lock.name}").write_text(_fingerprint(lock))
+    if not report([check_tensorflow, check_widgets], quiet=True):
+        sys.exit("Stopped: fix the problem above first (./course.sh doctor shows every check).")
+
+
+def run(*command: str | Path, env: dict[str, str] | None = None) -> int:
+    """Run a command from the environment (its bin/ first on PATH); its exit status."""
+    environment = {**os.environ, **(env or {})}
+    environment["PATH"] = f"{VENV / 'bin'}{os.pathsep}{environment.get('PATH', '')}"
+    return subprocess.run([str(part) for part in command], cwd=ROOT, env=environment).returncode
+
+
+def lint() -> int:
+    """Every lint, all of them even when one fails; non-zero if any failed."""
+    failed = [" ".join(map(str, command)) for command in LINTS if run(*command) != 0]
+    for command in failed:
+        print(f"== lint FAILED: {command}")
+    return 1 if failed else 0
+
+
+def test(args: Sequence[str]) -> int:
+    setup(DEV_LOCK)
+    report([check_chromium])  # a note: without it the browser tests skip (CI=true fails them)
+    linted = lint()
+    tested = run(sys.executable, "-m", "pytest", *WORKERS, *NBVAL, "--durations=15", *args)
+    return linted or tested
+
+
+def avx512_features() -> str:
+    """The AVX-512 groups this numpy dispatches and this CPU has (numpy refuses to disable a
+    baseline feature and ignores names it does not dispatch)."""
+    code = (
+        "from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatch, "
+        "__cpu_features__ as features\n"
+        "wanted = ['X86_V4', 'AVX512_ICL', 'AVX512_SPR']\n"
+        "print(' '.join(f for f in wanted if f in dispatch and features.get(f)))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
+
+
+def portability_passes(machine: str = platform.machine()) -> list[tuple[str, dict[str, str]]]:
+    """The three passes: an older x86-64 CPU (AVX2, no AVX-512; x86-64 only), one thread,
+    eight threads (as on a learner's 8-core laptop: TensorFlow splits work by thread count)."""
+
+    def threads(n: int) -> dict[str, str]:
+        names = (
+            "TF_NUM_INTRAOP_THREADS",
+            "TF_NUM_INTEROP_THREADS",
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+        )
+        return {name: str(n) for name in names}
+
+    passes = []
+    if machine == "x86_64":
+        passes.append(
+            (
+                "an older x86-64 CPU (AVX2, no AVX-512)",
+                {
+                    "NPY_DISABLE_CPU_FEATURES": avx512_features(),
+                    "OPENBLAS_CORETYPE": "Haswell",
+                    "ONEDNN_MAX_CPU_ISA": "AVX2",
+                },
+            )
+        )
+    passes += [("one thread", threads(1)), ("eight threads", threads(8))]
+    return passes
+
+
+def portability(args: Sequence[str]) -> int:
+    setup(DEV_LOCK)
+    paths = [] if any(a.endswith(".ipynb") for a in args) else ["notebooks"]
+    results = []
+    for number, (name, env) in enumerate(portability_passes(), 1):
+        settings = " ".join(f"{k}={v!r}" for k, v in env.items())
+        print(f"== portability {number}: {name}: {settings}", flush=True)
+        status = run(sys.executable, "-m", "pytest", *WORKERS, *NBVAL, *paths, *args, env=env)
+        results.append(f"{name} {'passed' if status == 0 else f'FAILED ({status})'}")
+    print("== portability: " + "; ".join(results))
+    return 0 if all(r.endswith("passed") for r in results) else 1
+
+
+def lock() -> int:
+    """Both locks with uv, hashes included, for Python 3.11 to 3.13 on every platform
+    (``--universal``). uv keeps the versions a lock already has where they still fit; the dev
+    lock keeps the course lock's versions (``-c``). The stored outputs are made with them."""
+    compile_ = [
+        "uv",
+        "pip",
+        "compile",
+        "--quiet",
+        "--universal",
+        "--generate-hashes",
+        "--python-version",
+        "3.11.7",
+        "pyproject.toml",
+        "-",
+    ]  # "-": the pip pin
+    environment = {**os.environ, "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    for extra in ([], ["--extra", "dev", "-c", COURSE_LOCK.name]):
+        output = DEV_LOCK if extra else COURSE_LOCK
+        status = subprocess.run(
+            [*compile_, *extra, "-o", output.name], cwd=ROOT, input=PIP, text=True, env=environment
+        ).returncode
+        if status:
+            return status
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    # librosa compiles its numba functions on first use (about 12 s a process) and caches
+    # them: keep the cache with the environment it was compiled for, always writable.
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(VENV / "numba-cache"))
+    command, args = (argv[0], list(argv[1:])) if argv else ("", [])
+    if command == "doctor":
+        return (
+            0
+            if report([check_python, check_tensorflow, check_widgets, check_chromium, check_disk])
+            else 1
+        )
+    if command == "lab":
+        setup(COURSE_LOCK)
+        start = "notebooks/00_start_here.ipynb"
+        return run("jupyter", "lab", f"--ServerApp.root_dir={ROOT}", start, *args)
+    if command == "test":
+        return test(args)
+    if command == "portability":
+        return portability(args)
+    if command == "regenerate":
+        setup(DEV_LOCK)
+        return run(sys.executable, "scripts/regenerate_outputs.py", *args)
+    if command == "student":
+        setup(DEV_LOCK)
+        return run(sys.executable, "scripts/make_student_edition.py", *args)
+    if command == "lint":
+        setup(DEV_LOCK)
+        return lint()
+    if command == "lock":
+        return lock()
+    print(__doc__.split("\n\n")[1])
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

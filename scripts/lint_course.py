@@ -1,0 +1,483 @@
+"""The course's conventions (CONTRIBUTING.md, "Conventions"), checked in one run that reports
+every violation at once, in the spirit of ``tensorflow_docs``' nblint:
+
+    python scripts/lint_course.py            # every notebook, README.md and INSTRUCTORS.md
+
+Each rule protects a learner: the opening says what the notebook covers, needs and takes;
+Predict prompts come before their runs; proofs sit in collapsed ``proof`` cells; exercises
+have their heading, two hints and a solution; the notebooks stay within their size and their
+stated minutes; the two cases are never called "seed"; every fix step shows its gradient
+report and plot. ``tests/test_lint_course.py`` shows each rule catching what it is for.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import notebook_minutes as minutes  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (visible code lines, prose words, minutes) at most, per notebook.
+LIMITS = {
+    "00_start_here": (60, 900, 45),
+    "01_gru_state_reproduce": (130, 1500, 45),
+    "02_gru_state_fix": (110, 1000, 45),
+    "03_voicing_loss_reproduce": (110, 1600, 45),
+    "04_voicing_loss_fix": (170, 1700, 60),
+    "05_field_guide": (300, 2800, 60),
+    "06_capstone": (120, 1800, 60),
+    "07_appendix_labels": (60, 1000, 30),
+}
+# At least this many Predict prompts: one before each experiment whose result is the lesson.
+PREDICTIONS = {
+    "00_start_here": 2,
+    "01_gru_state_reproduce": 7,
+    "02_gru_state_fix": 5,
+    "03_voicing_loss_reproduce": 5,
+    "04_voicing_loss_fix": 5,
+    "05_field_guide": 13,
+    "06_capstone": 5,
+    "07_appendix_labels": 2,
+}
+# At most this many helper names imported where a learner reads them.
+HELPER_NAMES = {"04_voicing_loss_fix": 6}
+# Each demonstration once in the course: an output text, and how many notebooks may show it.
+SHOWN_ONCE = {
+    "No gradients provided for any variable": 1,  # the all-None ValueError
+    "Gradients do not exist for variables": 1,  # the partial-None warning
+}
+# The fix steps that change the model's gradients: each shows a report and a plot.
+STEPS_WITH_A_PLOT = {"02_gru_state_fix": (1, 2, 3, 4, 5), "04_voicing_loss_fix": (1, 2, 4, 5)}
+MINUTES_TOLERANCE = 0.30  # the README's and the opening's minutes against the measure
+
+OPENING_BULLETS = (
+    re.compile(r"^- \*\*You will be able to:\*\* \S", re.M),
+    re.compile(r"^- \*\*You need:\*\* \S", re.M),
+    re.compile(r"^- \*\*Time:\*\* about \d+ minutes\s*$", re.M),
+)
+TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$", re.M)
+HEADING = re.compile(r"\A## Exercise (\d+)\.(\d+): (\S.*?)\s*$", re.M)
+LABEL = re.compile(r"^(?:Not yet|Solved): Exercise (\d+)\.(\d+) \((.+?)\)\. ", re.M)
+DETAILS = re.compile(r"\A<details>\n<summary>([^<\n]+)</summary>\n\n(.*?)\n\n</details>\s*\Z", re.S)
+FENCE = re.compile(r"^```", re.M)
+PYTHON_BLOCK = re.compile(r"(?:\A|\n\n)```python\n.*?\n```(?:\n\n|\Z)", re.S)
+SUMMARIES = ("Hint", "A second hint", "Show a solution")
+# JupyterLab gives a code block its margins only directly in a cell, not inside <details>; this
+# box sets the solution's code off from the prose, in the theme's own border colour.
+CODE_BOX = (
+    '<div style="margin: 0.5em 0 1em 1em; padding-left: 1em; '
+    'border-left: 3px solid var(--jp-border-color1, #9e9e9e)">'
+)
+BOXED_BLOCK = re.compile(re.escape(CODE_BOX) + r"\n\n```python\n.*?\n```\n\n</div>", re.S)
+STEP_HEADING = re.compile(r"^## Step (\d+)\b", re.M)
+SEED_AS_A_CASE = re.compile(r"""(?ix)
+    \bseed(?:['’]s\b|[\s-]+(?:case|cases|question|questions|file|answer|answers|loss|
+                            model|loop|conditions)\b)   # the seed's loss, seed case, seed-loss
+  | \bseed\s+\d{3}\b                                    # seed 000
+  | (?<!\w)\(seed\)                                     # per-frame (seed), not f(seed)
+  | \bthe\s+seed\b(?!\s*(?:=|value|of\s+the|for\s+the|generator|\)))  # the seed says
+""")
+
+Violation = tuple[str, str]  # (where, what is wrong)
+
+
+# --------------------------------------------------------------------------- reading cells
+
+
+def source(cell: dict) -> str:
+    text = cell.get("source", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def output_text(cell: dict) -> str:
+    """The stream, text/plain and error text of a code cell's stored outputs."""
+    parts = []
+    for output in cell.get("outputs", []):
+        text = (
+            output.get("text")
+            or output.get("data", {}).get("text/plain")
+            or output.get("evalue", "")
+        )
+        parts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(parts)
+
+
+def cells_of(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _is_exercise(cell: dict) -> bool:
+    return bool(cell.get("metadata", {}).get("exercise"))
+
+
+# --------------------------------------------------------------------------- the opening
+
+
+def opening_problems(cell: dict) -> list[str]:
+    """What is wrong with a notebook's first cell, as the opening (empty when fine)."""
+    if cell.get("cell_type") != "markdown":
+        return ["the first cell is not a Markdown cell"]
+    text = source(cell)
+    problems = []
+    if not re.match(r"# \S", text):
+        problems.append("the first line is not a '# ' title")
+    starts = []
+    for bullet in OPENING_BULLETS:
+        match = bullet.search(text)
+        if match is None:
+            problems.append(f"no bullet matching {bullet.pattern!r}")
+        else:
+            starts.append(match.start())
+    if len(starts) == len(OPENING_BULLETS) and starts != sorted(starts):
+        problems.append("the bullets are not in the order: You will be able to, You need, Time")
+    if TABLE_ROW.search(text):
+        problems.append("the opening holds a Markdown table")
+    if "**In this notebook**" in text:
+        problems.append(
+            "the opening lists what the runs show; say what the learner will be able to do"
+        )
+    return problems
+
+
+# --------------------------------------------------------------------------- exercises
+
+
+def exercise_heading(text: str) -> tuple[int, int, str] | None:
+    """(N, M, title) from a Markdown cell that starts '## Exercise N.M: title', else None."""
+    match = HEADING.match(text)
+    return (int(match[1]), int(match[2]), match[3]) if match else None
+
+
+def checker_label(text: str) -> tuple[int, int, str] | None:
+    """(N, M, title) from a checker's printed verdict 'Not yet: Exercise N.M (title). ...'."""
+    match = LABEL.search(text)
+    return (int(match[1]), int(match[2]), match[3]) if match else None
+
+
+def details_block(text: str) -> tuple[str, str] | None:
+    """(summary, body) when ``text`` is exactly one '<details>' block in the course's form."""
+    match = DETAILS.match(text.strip() + "\n")
+    if match is None or "<details" in match[2] or "</details>" in match[2]:
+        return None
+    return match[1].strip(), match[2]
+
+
+def exercise_problems(cells: list[dict], number: int) -> list[str]:
+    """Every way the exercises of a notebook (``number``: 0 for 00_...) break the form."""
+    problems = []
+    exercises = [
+        i for i, cell in enumerate(cells) if cell.get("cell_type") == "code" and _is_exercise(cell)
+    ]
+    if not exercises:
+        return ["no exercise cell (code cell with metadata 'exercise')"]
+    for index in exercises:
+        name = cells[index]["metadata"]["exercise"].get("function", f"cell {index}")
+        before = cells[index - 1] if index > 0 else {}
+        heading = (
+            exercise_heading(source(before)) if before.get("cell_type") == "markdown" else None
+        )
+        if heading is None:
+            problems.append(
+                f"{name}: the cell before is not a Markdown cell starting "
+                "'## Exercise N.M: <title>'"
+            )
+        elif heading[0] != number:
+            problems.append(
+                f"{name}: heading Exercise {heading[0]}.{heading[1]} in notebook {number:02d}"
+            )
+        checker = cells[index + 1] if index + 1 < len(cells) else {}
+        label = checker_label(output_text(checker)) if checker.get("cell_type") == "code" else None
+        if label is None:
+            problems.append(
+                f"{name}: the checker-call cell after it has no stored "
+                "'Exercise N.M (title)' verdict"
+            )
+        elif heading is not None and label != heading:
+            problems.append(
+                f"{name}: heading 'Exercise {heading[0]}.{heading[1]}: "
+                f"{heading[2]}' but the checker prints 'Exercise {label[0]}."
+                f"{label[1]} ({label[2]})'"
+            )
+        reveals = cells[index + 2 : index + 6]
+        blocks = [
+            details_block(source(cell)) if cell.get("cell_type") == "markdown" else None
+            for cell in reveals
+        ]
+        summaries = tuple(block[0] if block else None for block in blocks[:3])
+        if summaries != SUMMARIES:
+            problems.append(
+                f"{name}: after the checker cell, expected three <details> cells "
+                f"{SUMMARIES}, got {summaries}"
+            )
+            continue
+        if len(blocks) == 4 and blocks[3] is not None:
+            problems.append(f"{name}: a fourth <details> cell ({blocks[3][0]!r}) follows")
+        for summary, body in blocks[:2]:
+            if FENCE.search(body) or not re.search(r"\w", body):
+                problems.append(f"{name}: the {summary!r} cell must be words, no code block")
+        solution = blocks[2][1]
+        if len(FENCE.findall(solution)) != 2 or len(PYTHON_BLOCK.findall(solution)) != 1:
+            problems.append(
+                f"{name}: 'Show a solution' must hold exactly one fenced python "
+                "block, with a blank line before and after it"
+            )
+        elif not BOXED_BLOCK.search(solution):
+            problems.append(
+                f"{name}: put the solution's code block in the code box "
+                f"({CODE_BOX} ... </div>, blank lines around the block)"
+            )
+    return problems
+
+
+# --------------------------------------------------------------------------- proofs, predictions
+
+
+def proof_problems(cells: list[dict]) -> list[str]:
+    """Asserts only in proof (or lesson-assert) cells; at least three proof cells, each
+    asserting, collapsed, right after the code cell it checks, printing one short line at most."""
+    problems = []
+    for index, cell in enumerate(cells):
+        where = f"cell {index}"
+        if cell["cell_type"] != "code":
+            continue
+        lesson = minutes.LESSON_ASSERT_TAG in minutes.tags(cell)
+        asserts = re.search(r"^\s*assert\b", source(cell), re.M)
+        if not (minutes.is_proof(cell) or lesson or _is_exercise(cell)) and asserts:
+            problems.append(
+                f"{where}: an assert in a learner-facing cell (move it to a proof cell right after)"
+            )
+        if lesson and not asserts:
+            problems.append(f"{where}: tagged lesson-assert but asserts nothing")
+        if not minutes.is_proof(cell):
+            continue
+        if not asserts:
+            problems.append(f"{where}: a proof cell that asserts nothing")
+        if cell["metadata"].get("jupyter", {}).get("source_hidden") is not True:
+            problems.append(
+                f"{where}: a proof cell must be collapsed (metadata.jupyter.source_hidden: true)"
+            )
+        if (
+            index == 0
+            or cells[index - 1]["cell_type"] != "code"
+            or minutes.is_proof(cells[index - 1])
+        ):
+            problems.append(f"{where}: a proof cell goes right after the code cell it checks")
+        kinds = {output["output_type"] for output in cell.get("outputs", [])}
+        lines = output_text(cell).strip().splitlines()
+        if not kinds <= {"stream"} or len(lines) > 1 or any(len(line) > 100 for line in lines):
+            problems.append(f"{where}: a proof cell prints nothing or one short line")
+    if sum(minutes.is_proof(cell) for cell in cells) < 3:
+        problems.append("fewer than 3 proof cells: prove the notebook's claims in them")
+    return problems
+
+
+def prediction_problems(cells: list[dict], at_least: int) -> list[str]:
+    """At least ``at_least`` Predict prompts, each right before the run it asks about, and
+    one before every intended failure."""
+    prompts = [
+        i
+        for i, cell in enumerate(cells)
+        if cell["cell_type"] == "markdown" and "**Predict" in source(cell)
+    ]
+    problems = (
+        [f"{len(prompts)} Predict prompts, at least {at_least} expected"]
+        if len(prompts) < at_least
+        else []
+    )
+    for index in prompts:
+        if index + 1 >= len(cells) or cells[index + 1]["cell_type"] != "code":
+            problems.append(f"cell {index}: a Predict prompt is followed by the run it asks about")
+    for index, cell in enumerate(cells):
+        if "raises-exception" in minutes.tags(cell) and index - 1 not in prompts:
+            problems.append(
+                f"cell {index}: an intended failure is a key experiment; ask for a prediction first"
+            )
+    return problems
+
+
+# --------------------------------------------------------------------------- fix steps
+
+
+def step_sections(cells: list[dict]) -> dict[int, list[dict]]:
+    """The cells of each ``## Step N`` section, up to the next ``## `` heading."""
+    sections: dict[int, list[dict]] = {}
+    current = None
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            headings = re.findall(r"^## (.*)$", source(cell), re.M)
+            if headings:
+                match = STEP_HEADING.match(f"## {headings[-1]}")
+                current = int(match.group(1)) if match else None
+                if current is not None:
+                    sections[current] = []
+                continue
+        if current is not None:
+            sections[current].append(cell)
+    return sections
+
+
+def shows_a_plot(cell: dict) -> bool:
+    return (
+        cell["cell_type"] == "code"
+        and not minutes.is_proof(cell)
+        and any("image/png" in output.get("data", {}) for output in cell.get("outputs", []))
+    )
+
+
+def shows_a_report(cell: dict) -> bool:
+    return re.search(
+        r"\d+ variables: ", output_text(cell)
+    ) is not None or "gradient_report(" in source(cell)
+
+
+def step_problems(cells: list[dict], steps: tuple[int, ...]) -> list[str]:
+    sections = step_sections(cells)
+    problems = []
+    for step in steps:
+        code = [
+            c
+            for c in sections.get(step, [])
+            if c["cell_type"] == "code" and not minutes.is_proof(c)
+        ]
+        if not any(shows_a_plot(cell) for cell in code):
+            problems.append(f"step {step}: no per-variable plot")
+        if not any(shows_a_report(cell) for cell in code):
+            problems.append(f"step {step}: no gradient report")
+    return problems
+
+
+# --------------------------------------------------------------------------- words
+
+
+def seed_as_a_case(text: str) -> list[str]:
+    """The places where ``text`` uses "seed" as a name for one of the course's cases."""
+    return [
+        text[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ")
+        for m in SEED_AS_A_CASE.finditer(text)
+    ]
+
+
+def helper_names_imported(cells: list[dict]) -> list[str]:
+    """The names a notebook's learner-facing code cells import from ``helpers`` (not the
+    first cell, proof cells or the exercises' own cells)."""
+    code = [cell for cell in cells if cell["cell_type"] == "code"]
+    names = []
+    for index, cell in enumerate(code[1:], start=1):
+        if minutes.is_proof(cell) or _is_exercise(cell) or _is_exercise(code[index - 1]):
+            continue
+        for node in ast.walk(ast.parse(source(cell))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
+                names += [alias.asname or alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names += [a.asname or a.name for a in node.names if a.name.startswith("helpers")]
+    return names
+
+
+def _demonstrations(cells: list[dict]) -> list[dict]:
+    """Code cells without the exercises' checker cells (a verdict is feedback)."""
+    return [
+        cell
+        for i, cell in enumerate(cells)
+        if cell["cell_type"] == "code" and not (i > 0 and _is_exercise(cells[i - 1]))
+    ]
+
+
+# --------------------------------------------------------------------------- the course
+
+
+def lint_notebook(path: Path, readme_minutes: dict[str, int] | None = None) -> Iterator[str]:
+    """Every violation in one notebook, as text."""
+    cells, stem = cells_of(path), path.stem
+    yield from opening_problems(cells[0]) if cells else ["the notebook is empty"]
+    yield from exercise_problems(cells, int(stem[:2]))
+    yield from proof_problems(cells)
+    if stem in PREDICTIONS:
+        yield from prediction_problems(cells, PREDICTIONS[stem])
+    if stem in STEPS_WITH_A_PLOT:
+        yield from step_problems(cells, STEPS_WITH_A_PLOT[stem])
+    if stem in HELPER_NAMES and len(names := helper_names_imported(cells)) > HELPER_NAMES[stem]:
+        yield (
+            f"imports {len(names)} helper names where learners read ({names}); at most "
+            f"{HELPER_NAMES[stem]}"
+        )
+    measured = minutes.notebook_minutes(path)
+    if stem in LIMITS:
+        code, words, total = LIMITS[stem]
+        if measured.visible_code_lines > code:
+            yield f"{measured.visible_code_lines} visible code lines (at most {code})"
+        if measured.prose_words > words:
+            yield f"{measured.prose_words} words of prose (at most {words})"
+        if measured.total > total:
+            yield f"{measured.total:.0f} minutes (at most {total})"
+    else:
+        yield "no size limits: give it a row in LIMITS and PREDICTIONS (scripts/lint_course.py)"
+    stated = {}
+    try:
+        stated["the opening's Time line"] = minutes.stated_minutes(path)
+    except ValueError as error:
+        yield str(error).removeprefix(f"{path}: ")
+    if readme_minutes is not None:
+        stated["README's course map"] = readme_minutes.get(stem, 0)
+    for where, figure in stated.items():
+        if abs(figure - measured.total) > MINUTES_TOLERANCE * measured.total:
+            yield (
+                f"{where} says {figure} minutes; the measure is {measured.total:.0f} "
+                "(python scripts/notebook_minutes.py)"
+            )
+    for index, cell in enumerate(cells):
+        text = source(cell) + ("\n" + output_text(cell) if cell["cell_type"] == "code" else "")
+        for hit in seed_as_a_case(text):
+            yield (
+                f"cell {index}: '...{hit}...': call the cases 'the GRU question' and 'the "
+                "voicing-loss question'"
+            )
+
+
+def lint_course(root: Path = ROOT) -> list[Violation]:
+    """Every violation in the course: its notebooks, README.md, INSTRUCTORS.md and the
+    helpers' strings."""
+    notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    readme = minutes.readme_minutes(root / "README.md")
+    found = [(path.name, problem) for path in notebooks for problem in lint_notebook(path, readme)]
+    for text, allowed in SHOWN_ONCE.items():
+        showing = [
+            p.stem
+            for p in notebooks
+            if any(text in output_text(c) for c in _demonstrations(cells_of(p)))
+        ]
+        if not 1 <= len(showing) <= allowed:
+            found.append(("notebooks", f"{text!r} is shown in {showing}: show it once"))
+    texts = [
+        (name, (root / name).read_text(encoding="utf-8"))
+        for name in ("README.md", "INSTRUCTORS.md")
+    ]
+    for path in sorted((root / "helpers").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                texts.append((f"{path.relative_to(root)}:{node.lineno}", node.value))
+    found += [
+        (where, f"'...{hit}...': not 'seed' for a case")
+        for where, text in texts
+        for hit in seed_as_a_case(text)
+    ]
+    return found
+
+
+def main() -> int:
+    found = lint_course()
+    for where, problem in found:
+        print(f"{where}: {problem}")
+    verdict = f"{len(found)} violation(s)" if found else "all conventions kept"
+    print(f"lint_course: {verdict}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

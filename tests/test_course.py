@@ -1,0 +1,133 @@
+"""scripts/course.py, the tasks ./course.sh hands over to: what ``doctor`` says for each
+problem (and the README quotes), which passes ``portability`` runs, and that ``lint`` and
+``test`` run everything and fail if anything failed."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("course", ROOT / "scripts" / "course.py")
+course = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = course
+_spec.loader.exec_module(course)
+
+
+@pytest.mark.parametrize("version", [(3, 11, 7), (3, 12, 0), (3, 13, 1)])
+def test_doctor_takes_python_3_11_to_3_13(version):
+    assert course.check_python(version).state == "ok"
+
+
+@pytest.mark.parametrize("version", [(3, 10, 12), (3, 14, 0)])
+def test_doctor_refuses_other_pythons_with_the_fix(version):
+    check = course.check_python(version)
+    assert check.state == "PROBLEM" and "3.11, 3.12 or 3.13" in check.text
+    assert "Fix: rm -rf" in check.text
+
+
+def test_the_cpu_flags_come_from_cpuinfo():
+    cpuinfo = "processor : 0\nflags\t\t: fpu sse4_2 avx avx2\nbugs : none\n"
+    assert course.cpu_flags(cpuinfo) == {"fpu", "sse4_2", "avx", "avx2"}
+    assert course.cpu_flags("") == set()
+
+
+@pytest.mark.parametrize(
+    "status, stderr, expected",
+    [
+        (0, "", None),
+        (132, "", "its wheels need AVX, which this CPU lacks"),
+        (1, "compiled to use AVX instructions, but these aren't available", "lacks"),
+        (1, "ModuleNotFoundError: No module named 'tensorflow'", "is not installed"),
+        (1, "Traceback ...\nImportError: libfoo.so: cannot open", "ImportError: libfoo.so"),
+    ],
+)
+def test_doctor_says_why_tensorflow_does_not_import(status, stderr, expected):
+    problem = course.tensorflow_problem(status, stderr, {"sse4_2"})
+    if expected is None:
+        assert problem is None
+    else:
+        assert expected in problem and "Fix:" in problem
+
+
+def test_doctor_finds_the_widgets_extension(tmp_path, monkeypatch):
+    monkeypatch.setattr(course, "installed", lambda lock: True)
+    assert course.check_widgets(tmp_path).state == "PROBLEM"
+    extension = tmp_path / course.WIDGETS_EXTENSION
+    extension.mkdir(parents=True)
+    (extension / "package.json").write_text("{}")
+    assert course.check_widgets(tmp_path).state == "ok"
+
+
+def test_doctor_finds_chromium_or_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("CHROMIUM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    missing = course.check_chromium()
+    assert missing.state == "PROBLEM" and "apt-get install -y chromium" in missing.text
+    chromium = tmp_path / "chromium"
+    chromium.write_text("#!/bin/sh\n")
+    chromium.chmod(0o755)
+    assert course.check_chromium().state == "ok"
+
+
+def test_doctor_checks_the_space_for_the_environment():
+    assert course.check_disk(5 * 2**30, is_installed=False).state == "ok"
+    short = course.check_disk(int(1.2 * 2**30), is_installed=False)
+    assert short.state == "PROBLEM" and "1.2 GB free" in short.text and "VENV=" in short.text
+    assert course.check_disk(int(1.2 * 2**30), is_installed=True).state == "ok"
+
+
+def test_the_readme_quotes_what_doctor_prints(tmp_path, monkeypatch):
+    monkeypatch.delenv("CHROMIUM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no chromium
+    monkeypatch.setattr(course, "VENV", Path(".venv"))
+    monkeypatch.setattr(course, "installed", lambda lock: True)
+    printed = [
+        course.check_disk(int(1.2 * 2**30), is_installed=False),
+        course.Check("PROBLEM", course.tensorflow_problem(132, "", set())),
+        course.check_widgets(tmp_path / ".venv"),
+        course.check_chromium(),
+    ]
+    readme = (ROOT / "README.md").read_text()
+    for check in printed:
+        line = str(check).replace(str(tmp_path / ".venv"), ".venv")
+        assert check.state == "PROBLEM" and line in readme, line
+
+
+def test_portability_runs_an_older_cpu_only_on_x86_64(monkeypatch):
+    monkeypatch.setattr(course, "avx512_features", lambda: "X86_V4")
+    names = [name for name, _ in course.portability_passes("x86_64")]
+    assert names == ["an older x86-64 CPU (AVX2, no AVX-512)", "one thread", "eight threads"]
+    older = dict(course.portability_passes("x86_64"))["an older x86-64 CPU (AVX2, no AVX-512)"]
+    assert older == {"NPY_DISABLE_CPU_FEATURES": "X86_V4", "OPENBLAS_CORETYPE": "Haswell",
+                     "ONEDNN_MAX_CPU_ISA": "AVX2"}  # fmt: skip
+    assert [n for n, _ in course.portability_passes("aarch64")] == ["one thread", "eight threads"]
+    assert dict(course.portability_passes("aarch64"))["one thread"]["OMP_NUM_THREADS"] == "1"
+
+
+def test_lint_runs_every_lint_and_fails_if_any_fails(monkeypatch, capsys):
+    ran = []
+
+    def run(*command, env=None):
+        ran.append(command)
+        return 1 if command[:2] == ("ruff", "check") else 0
+
+    monkeypatch.setattr(course, "run", run)
+    assert course.lint() == 1
+    assert [c[0] for c in ran] == ["ruff", "ruff", "lint-imports", sys.executable]
+    assert "lint FAILED: ruff check ." in capsys.readouterr().out
+
+
+def test_test_runs_pytest_after_a_failed_lint_and_fails(monkeypatch):
+    ran = []
+    monkeypatch.setattr(course, "setup", lambda lock: None)
+    monkeypatch.setattr(course, "report", lambda checks, quiet=False: True)
+    monkeypatch.setattr(course, "lint", lambda: 1)
+    monkeypatch.setattr(course, "run", lambda *command, env=None: ran.append(command) or 0)
+    assert course.test(["-k", "x"]) == 1
+    (pytest_command,) = ran
+    assert pytest_command[1:3] == ("-m", "pytest") and pytest_command[-2:] == ("-k", "x")
+    assert "--nbval" in pytest_command and "2" in pytest_command  # two workers, strict nbval

@@ -1,0 +1,310 @@
+"""scripts/lint_course.py, the course's conventions in one lint run: each rule catches the
+departures it is for, on small synthetic cells, and the run reports every violation at once."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("lint_course", ROOT / "scripts" / "lint_course.py")
+lint = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = lint
+_spec.loader.exec_module(lint)
+CODE_BOX = lint.CODE_BOX
+opening_problems, exercise_heading, checker_label = (
+    lint.opening_problems,
+    lint.exercise_heading,
+    lint.checker_label,
+)
+exercise_problems, seed_as_a_case, step_sections, shows_a_plot = (
+    lint.exercise_problems,
+    lint.seed_as_a_case,
+    lint.step_sections,
+    lint.shows_a_plot,
+)
+
+
+def _markdown(text: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def _details(summary: str, body: str) -> dict:
+    return _markdown(f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>")
+
+
+SOLUTION_BODY = f"A sentence.\n\n{CODE_BOX}\n\n```python\ndef f(x):\n    return x\n```\n\n</div>"
+GOOD_OPENING = (
+    "# 02 · A title\n\nWhat this covers.\n\n"
+    "- **You will be able to:** do a thing\n- **You need:** `01_x`\n"
+    "- **Time:** about 25 minutes"
+)
+
+
+def _exercise(
+    heading="## Exercise 2.1: stream it\n\nWrite `f`.",
+    label="Exercise 2.1 (stream it)",
+    reveals=None,
+) -> list[dict]:
+    if reveals is None:
+        reveals = [
+            _details("Hint", "Carry the state."),
+            _details("A second hint", "Look at what it returns."),
+            _details("Show a solution", SOLUTION_BODY),
+        ]
+    return [
+        _markdown(heading),
+        {
+            "cell_type": "code",
+            "metadata": {"exercise": {"function": "f"}},
+            "source": "def f(x):\n    return None",
+            "outputs": [],
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": "check(f)",
+            "outputs": [
+                {
+                    "output_type": "execute_result",
+                    "data": {
+                        "text/plain": f"Not yet: {label}. you returned None.\nHint: carry it."
+                    },
+                }
+            ],
+        },
+        *reveals,
+    ]
+
+
+def test_the_opening_parser_passes_the_form_and_catches_each_departure():
+    assert opening_problems(_markdown(GOOD_OPENING)) == []
+    table = (
+        "# 02 · A title\n\n| | |\n|---|---|\n| **You will be able to:** | x |\n"
+        "- **You will be able to:** x\n- **You need:** y\n- **Time:** about 5 minutes"
+    )
+    wrong = {
+        "a table": table,
+        "no title": GOOD_OPENING.replace("# 02 · A title", "02 · A title"),
+        "no colon inside the bold": GOOD_OPENING.replace("**You need:**", "**You need**:"),
+        "no Time": GOOD_OPENING.replace("- **Time:** about 25 minutes", ""),
+        "Time without minutes": GOOD_OPENING.replace("about 25 minutes", "half an hour"),
+        "out of order": (
+            "# 02 · A title\n\n- **You need:** y\n"
+            "- **You will be able to:** x\n- **Time:** about 25 minutes"
+        ),
+    }
+    for what, text in wrong.items():
+        assert opening_problems(_markdown(text)), what
+    assert opening_problems({"cell_type": "code", "source": GOOD_OPENING})
+
+
+def test_heading_and_label_parsers():
+    assert exercise_heading("## Exercise 2.1: stream it\n\nWrite it.") == (2, 1, "stream it")
+    assert exercise_heading("## Exercise: stream it") is None
+    assert exercise_heading("## Exercise 2: stream it") is None
+    assert exercise_heading("Some words first.\n\n## Exercise 2.1: stream it") is None
+    assert checker_label(
+        "Not yet: Exercise 0.1 (the status of one gradient). for a gradient that is all zeros..."
+    ) == (0, 1, "the status of one gradient")
+    assert checker_label("Solved: Exercise 4.1 (a masked log distance without NaN). ok") == (
+        4,
+        1,
+        "a masked log distance without NaN",
+    )
+    assert checker_label("Not yet: Exercise 1.1. your loss is 0.0033") is None
+
+
+def test_the_exercise_parser_passes_the_form():
+    assert exercise_problems(_exercise(), 2) == []
+    assert exercise_problems(_exercise() + [_markdown("## Next part")], 2) == []
+
+
+def test_the_exercise_parser_catches_realistic_mistakes():
+    hint, second, solution = (
+        _details("Hint", "Carry the state."),
+        _details("A second hint", "Look at what it returns."),
+        _details("Show a solution", SOLUTION_BODY),
+    )
+    wrong = {
+        "a heading without a number": _exercise(heading="## Exercise: stream it"),
+        "the heading inside the summary cell": _exercise(
+            heading="## Summary\n\n* things\n\n## Exercise 2.1: stream it"
+        ),
+        "another notebook's number": _exercise(
+            heading="## Exercise 1.1: stream it", label="Exercise 1.1 (stream it)"
+        ),
+        "a heading the checker does not print": _exercise(label="Exercise 2.2 (stream it)"),
+        "another title in the checker": _exercise(label="Exercise 2.1 (stream the chunks)"),
+        "no second hint": _exercise(reveals=[hint, solution]),
+        "hints swapped": _exercise(reveals=[second, hint, solution]),
+        "05's old 'Solution' summary": _exercise(
+            reveals=[hint, second, _details("Solution", SOLUTION_BODY)]
+        ),
+        "two blocks in one cell": _exercise(
+            reveals=[
+                _markdown(
+                    "<details>\n<summary>Hint</summary>\n\nx\n\n</details>\n<details>\n"
+                    "<summary>A second hint</summary>\n\ny\n\n</details>"
+                ),
+                solution,
+            ]
+        ),
+        "code in a hint": _exercise(
+            reveals=[_details("Hint", "```python\nstate = next_state\n```"), second, solution]
+        ),
+        "no python block in the solution": _exercise(
+            reveals=[hint, second, _details("Show a solution", "Carry the state.")]
+        ),
+        "two python blocks": _exercise(
+            reveals=[
+                hint,
+                second,
+                _details("Show a solution", SOLUTION_BODY + "\n\n```python\nf(1)\n```"),
+            ]
+        ),
+        "no blank line before </details>": _exercise(
+            reveals=[
+                hint,
+                second,
+                _markdown(
+                    "<details>\n<summary>Show a solution</summary>\n\n"
+                    "```python\nf(1)\n```\n</details>"
+                ),
+            ]
+        ),
+        "a solution without the code box": _exercise(
+            reveals=[
+                hint,
+                second,
+                _details(
+                    "Show a solution", "A sentence.\n\n```python\ndef f(x):\n    return x\n```"
+                ),
+            ]
+        ),
+        "a fourth reveal": _exercise(
+            reveals=[hint, second, solution, _details("A third hint", "More.")]
+        ),
+    }
+    for what, cells in wrong.items():
+        assert exercise_problems(cells, 2), what
+    no_output = _exercise()
+    no_output[2]["outputs"] = []
+    assert exercise_problems(no_output, 2), "a checker cell with no stored verdict"
+    assert exercise_problems([_markdown("# only prose")], 2), "no exercise at all"
+
+
+def test_the_seed_guard_catches_case_names_and_passes_random_seeds():
+    for wrong in (
+        "seed 000 of this course",
+        "seed case 004",
+        "the seed's loss",
+        "The seed's question",
+        "the seed-loss model",
+        "per-frame (seed)",
+        "which the seed never says",
+        "the two seed questions",
+    ):
+        assert seed_as_a_case(wrong), wrong
+    for fine in (
+        "make_deterministic(seed=0)",
+        "a random seed",
+        "seeded, so the same",
+        "each from a seed",
+        "other seeds",
+        'train_denoiser(loss="seed")',
+        "def clip_excerpt(excerpt_of, seed: int = 0)",
+        "the seed of the generator",
+        "make_deterministic(seed)",
+    ):
+        assert not seed_as_a_case(fine), fine
+
+
+def test_step_sections_split_at_each_level_two_heading():
+    code = {
+        "cell_type": "code",
+        "metadata": {},
+        "source": "x",
+        "outputs": [{"output_type": "display_data", "data": {"image/png": "..."}}],
+    }
+    cells = [
+        {"cell_type": "markdown", "source": "## Step 1: a\n\ntext"},
+        code,
+        {"cell_type": "markdown", "source": "## Summary"},
+        code,
+        {"cell_type": "markdown", "source": "## Step 2: b"},
+    ]
+    sections = step_sections(cells)
+    assert [len(sections[1]), len(sections[2])] == [1, 0] and shows_a_plot(sections[1][0])
+
+
+def _code(source: str, tags=(), outputs=(), **metadata) -> dict:
+    meta = {**metadata, **({"tags": list(tags)} if tags else {})}
+    return {"cell_type": "code", "metadata": meta, "source": source, "outputs": list(outputs)}
+
+
+def _stream(text: str) -> dict:
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+def test_the_proof_rule_catches_asserts_where_learners_read_and_open_proofs():
+    hidden = {"jupyter": {"source_hidden": True}}
+    good = [
+        _code("x = 1"),
+        _code("assert x == 1", ["proof"], **hidden),
+        _code("y = 2"),
+        _code("assert y == 2", ["proof"], **hidden),
+        _code("z = 3"),
+        _code("assert z == 3", ["proof"], **hidden),
+    ]
+    assert lint.proof_problems(good) == []
+    wrong = {
+        "an assert a learner reads": good + [_code("assert x")],
+        "an open proof": [*good[:5], _code("assert z == 3", ["proof"])],
+        "a proof that proves nothing": [*good[:5], _code("print(z)", ["proof"], **hidden)],
+        "a proof after a proof": [*good, _code("assert z", ["proof"], **hidden)],
+        "a proof that talks": [
+            *good[:5],
+            _code("assert z", ["proof"], outputs=[_stream("a\nb\n")], **hidden),
+        ],
+        "two proofs only": good[:4],
+        "a lesson-assert without an assert": good + [_code("z", ["lesson-assert"])],
+    }
+    for what, cells in wrong.items():
+        assert lint.proof_problems(cells), what
+
+
+def test_the_prediction_rule_wants_prompts_right_before_runs_and_before_failures():
+    predict = _markdown("**Predict:** what does it print?")
+    assert lint.prediction_problems([predict, _code("f()")], 1) == []
+    assert lint.prediction_problems([predict, _markdown("It prints 3."), _code("f()")], 1)
+    assert lint.prediction_problems([_code("f()", ["raises-exception"])], 0)
+    assert lint.prediction_problems([predict, _code("f()")], 2)
+
+
+def test_the_run_reports_every_violation_at_once(tmp_path):
+    """A copy of the course with two notebooks broken in different ways: one run names both."""
+    for name in ("notebooks", "helpers"):
+        shutil.copytree(
+            ROOT / name,
+            tmp_path / name,
+            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
+        )
+    for name in ("README.md", "INSTRUCTORS.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    assert lint.lint_course(tmp_path) == []  # the course as it is keeps every convention
+    first = tmp_path / "notebooks" / "00_start_here.ipynb"
+    notebook = json.loads(first.read_text())
+    notebook["cells"][0]["source"] = "# A title without bullets"
+    first.write_text(json.dumps(notebook))
+    second = tmp_path / "notebooks" / "03_voicing_loss_reproduce.ipynb"
+    notebook = json.loads(second.read_text())
+    notebook["cells"].append(_markdown("The seed's loss, once more."))
+    second.write_text(json.dumps(notebook))
+    found = lint.lint_course(tmp_path)
+    assert {where for where, _ in found} == {first.name, second.name}
+    assert any("You need" in problem for _, problem in found)
+    assert any("voicing-loss question" in problem for _, problem in found)
