@@ -8,6 +8,7 @@
                               one thread and on eight threads
     ./course.sh regenerate    re-execute the notebooks' stored outputs (all, or those named)
     ./course.sh student [DIR] write the student edition (default student/)
+    ./course.sh site          build the course as a static website into site/_build/html
     ./course.sh lock          re-lock requirements.txt and requirements-dev.txt with uv
 
 Extra arguments to ``test`` and ``portability`` go to pytest. Only the standard library is
@@ -331,6 +332,9 @@ def main(argv: Sequence[str]) -> int:
     if command == "lint":
         setup(DEV_LOCK)
         return lint()
+    if command == "site":
+        setup(DEV_LOCK)
+        return run(sys.executable, "scripts/build_site.py")
     if command == "lock":
         return lock()
     print(__doc__.split("\n\n")[1])

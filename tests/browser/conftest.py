@@ -75,7 +75,9 @@ def page(lab_server, browser):
     notebook 00. Console messages and uncaught page errors are kept for the failure report;
     ``page.page_errors`` lists the uncaught ones."""
     lab_server.wait_until_ready()
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # this run's screenshots only
+    for old in SCREENSHOTS.glob("*.png"):  # this run's screenshots only (the site's: its own)
+        if not old.name.startswith("site-"):
+            old.unlink()
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(30_000)
     page = context.new_page()

@@ -1,0 +1,105 @@
+"""Build the course as a static website from the notebooks' stored outputs (nothing runs):
+
+    python scripts/build_site.py          # into site/_build/html
+    python -m http.server -d site/_build/html 8000   # then open http://localhost:8000
+
+Sphinx with MyST-NB and the book theme (``site/conf.py``), offline. The pages are staged in
+``site/_build/src``: a landing page made from the README's opening, course map and two
+commands, and a copy of every notebook whose proof cells get MyST-NB's ``hide-input`` tag, so
+they stay collapsed behind a toggle as in JupyterLab. The notebooks themselves are not changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "site"
+STAGE = SITE / "_build" / "src"
+HTML = SITE / "_build" / "html"
+NOTEBOOK_LINK = re.compile(r"\]\(notebooks/(\d\d_\w+)\.ipynb\)")
+ANCHOR = re.compile(r'^<a id="([\w-]+)"></a>$', re.M)
+OTHER_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://|#|\d\d_\w+\.ipynb)[^)]*\)")
+
+
+def landing_page(readme: str, chapters: list[str]) -> str:
+    """The README's opening, course map and two commands, linking the chapters; a link to a
+    file that is not on the site keeps its text."""
+    opening = readme.split("\n## When something goes wrong", 1)[0]
+    text = OTHER_LINK.sub(r"\1", NOTEBOOK_LINK.sub(r"](\1.ipynb)", opening))
+    toctree = "\n".join(["", "```{toctree}", ":hidden:", ":maxdepth: 1", "", *chapters, "```", ""])
+    return text.rstrip() + "\n" + toctree
+
+
+def staged_notebook(notebook: dict) -> dict:
+    """The notebook with its proof cells collapsed on the page (tag ``hide-input``), and its
+    HTML anchors (``<a id="x"></a>``) as MyST targets, so ``[...](#x)`` links resolve."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = ANCHOR.sub(r"(\1)=", source)
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "proof" in tags and "hide-input" not in tags:
+            cell["metadata"]["tags"] = [*tags, "hide-input"]
+    return notebook
+
+
+def stage(where: Path = STAGE) -> list[str]:
+    """Write the site's sources into ``where``; the chapters' names, in order."""
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    shutil.copy(SITE / "conf.py", where / "conf.py")
+    shutil.copytree(SITE / "static", where / "static")
+    chapters = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        notebook = staged_notebook(json.loads(path.read_text(encoding="utf-8")))
+        (where / path.name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+        chapters.append(path.stem)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (where / "index.md").write_text(landing_page(readme, chapters), encoding="utf-8")
+    return chapters
+
+
+def build(build_dir: Path = SITE / "_build") -> Path:
+    """Stage and build the site under ``build_dir``; the folder of its HTML. Sphinx's warnings
+    fail the build: a broken reference is a broken page."""
+    html = build_dir / "html"
+    stage(build_dir / "src")
+    if html.exists():
+        shutil.rmtree(html)
+    command = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-q",
+        "-W",
+        "--keep-going",
+        "-b",
+        "html",
+        "-d",
+        str(build_dir / "doctrees"),
+        str(build_dir / "src"),
+        str(html),
+    ]
+    subprocess.run(command, cwd=ROOT, check=True)
+    return html
+
+
+def main() -> int:
+    try:
+        html = build()
+    except subprocess.CalledProcessError as error:
+        return error.returncode
+    shown = html.relative_to(ROOT)
+    print(f"site: {shown}/index.html (serve it: python -m http.server -d {shown})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

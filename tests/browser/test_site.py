@@ -1,0 +1,162 @@
+"""The course as a website (``./course.sh site``), built from the stored outputs and read in
+headless Chromium as a reader would: every page loads cleanly with its images, every internal
+link resolves, proof cells and solutions start collapsed, search finds the field guide, and the
+landing page lists the eight chapters in order. Screenshots of the landing page and of 05 in
+the light and the dark theme go with the other browser screenshots."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import json
+import threading
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+from browser_support import REPO, screenshot
+
+CHAPTERS = [p.stem for p in sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+PAGES = ["index", *CHAPTERS]
+
+_spec = importlib.util.spec_from_file_location("build_site", REPO / "scripts" / "build_site.py")
+build_site = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_site)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built into a temporary folder and served on 127.0.0.1: its base URL."""
+    html = build_site.build(tmp_path_factory.mktemp("site"))
+    handler = functools.partial(_QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # no request lines in the test output
+        pass
+
+
+@pytest.fixture(scope="module")
+def reader(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    page.errors = []
+    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("requestfailed", lambda r: page.errors.append(f"{r.url}: {r.failure}"))
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def _open(page, url: str) -> None:
+    page.errors.clear()
+    page.goto(url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_loads_with_its_images_and_no_console_error(site, reader, name):
+    _open(reader, f"{site}{name}.html")
+    assert reader.errors == [], f"{name}: {reader.errors}"
+    broken = reader.eval_on_selector_all(
+        "img", "images => images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+    )
+    assert broken == [], f"{name}: images that did not load: {broken}"
+    if name != "index":  # every stored figure is on the page
+        shown = reader.locator("div.cell_output img").count()
+        assert shown == _stored_figures(name), f"{name}: {shown} figures shown"
+
+
+def _stored_figures(name: str) -> int:
+    notebook = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
+    return sum("image/png" in output.get("data", {}) for cell in notebook["cells"]
+               for output in cell.get("outputs", []))  # fmt: skip
+
+
+def test_every_internal_link_resolves(site, reader):
+    """Every link from any page to a page of the site (with its anchor, if any) is there."""
+    checked, missing = set(), []
+    for name in PAGES:
+        _open(reader, f"{site}{name}.html")
+        for href in reader.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"):
+            if urlparse(href).netloc != urlparse(site).netloc or href in checked:
+                continue
+            checked.add(href)
+            page_url, anchor = urldefrag(href)
+            response = reader.request.get(page_url)
+            if not response.ok:
+                missing.append(f"{name} -> {href} ({response.status})")
+            elif anchor and page_url.endswith(".html"):
+                html = response.text()
+                if f'id="{anchor}"' not in html and f'name="{anchor}"' not in html:
+                    missing.append(f"{name} -> {href} (no anchor)")
+    assert len(checked) > 50 and missing == [], missing
+
+
+def test_the_landing_page_lists_the_eight_chapters_in_order(site, reader):
+    _open(reader, f"{site}index.html")
+    table = reader.locator("table").first
+    listed = table.locator("a").evaluate_all("links => links.map(a => a.textContent.trim())")
+    assert listed == CHAPTERS
+    targets = table.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert [urljoin(site, t) for t in targets] == [f"{site}{c}.html" for c in CHAPTERS]
+    assert "./course.sh lab" in reader.content() and "./course.sh test" in reader.content()
+    assert "minutes" in table.inner_text()
+
+
+def test_a_chapter_links_to_the_next_and_offers_its_notebook(site, reader):
+    _open(reader, f"{site}02_gru_state_fix.html")
+    assert reader.locator("a.right-next").get_attribute("href") == "03_voicing_loss_reproduce.html"
+    assert reader.locator("a.left-prev").get_attribute("href") == "01_gru_state_reproduce.html"
+    download = reader.locator("a[href$='02_gru_state_fix.ipynb']")
+    assert download.count() >= 1
+    assert reader.request.get(urljoin(site, download.first.get_attribute("href"))).ok
+
+
+def test_proof_cells_and_solutions_are_collapsed_on_load(site, reader):
+    _open(reader, f"{site}00_start_here.html")
+    proofs = reader.locator("div.cell.tag_proof")
+    assert proofs.count() >= 3
+    for index in range(proofs.count()):
+        details = proofs.nth(index).locator("details").first
+        assert details.get_attribute("open") is None, f"proof cell {index} is open"
+        assert not proofs.nth(index).locator("div.cell_input").is_visible()
+    solutions = reader.locator("details", has=reader.locator("summary", has_text="Show a solution"))
+    assert solutions.count() >= 1
+    assert all(solutions.nth(i).get_attribute("open") is None for i in range(solutions.count()))
+    assert not solutions.first.locator("pre").first.is_visible()
+
+
+def test_search_finds_the_field_guide(site, reader):
+    _open(reader, f"{site}search.html?q=stop_gradient")
+    results = reader.locator("#search-results ul li a")
+    results.first.wait_for()
+    found = results.evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert any(href.startswith("05_field_guide.html") for href in found), found
+
+
+def test_the_lab_shows_its_stored_fallback_and_says_to_run_it(site, reader):
+    _open(reader, f"{site}06_capstone.html")
+    assert "Run this cell to get the interactive gradient lab" in reader.content()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_screenshots_of_the_landing_page_and_05(site, reader, theme):
+    for name in ("index", "05_field_guide"):
+        _open(reader, f"{site}{name}.html")
+        reader.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        assert reader.evaluate("document.documentElement.dataset.theme") == theme
+        path = screenshot(reader, f"site-{name}-{theme}")
+        assert Path(path).stat().st_size > 10_000
