@@ -230,7 +230,8 @@ def softmax_output_with_keras_loss():
     return probe, loss, model.trainable_variables, None
 
 
-# case: (first break or None, intact, causes that must appear, report statuses, hint word)
+# case: (first break or None, intact, causes that must appear, report statuses, hint word); a
+# break from a tensor source starts at its name, as the text says
 PUBLIC = {
     predict_inside_the_tape: ((VARIABLES, "pred"), False, set(), "all none", "cut:"),
     model_called_before_the_tape: ((VARIABLES, "probs"), False, {"unread"}, "all none", "cut:"),
@@ -238,19 +239,19 @@ PUBLIC = {
     numpy_in_the_loss: (("y_pred", LOSS), False, set(), "all none", "cut:"),
     argmax_in_the_loss: (("logits", "guess"), False, set(), "all none", "cut:"),
     input_gradient_never_watched: (
-        (VARIABLES, "probs"),
+        ("image", "probs"),
         False,
         {"unwatched"},
         "all none",
         "tape.watch",
     ),
     watch_model_inputs: (TypeError, None, set(), None, None),
-    gradient_for_token_ids: ((VARIABLES, "vectors"), False, {"integer"}, "some none", "integer"),
+    gradient_for_token_ids: (("ids", "vectors"), False, {"integer"}, "some none", "integer"),
     batch_norm_in_model_variables: (None, False, {"untrainable"}, "some none", "not trainable"),
     weights_derived_in_build: ((VARIABLES, "q"), False, {"unread"}, "all none", "cut:"),
     layer_output_dropped: ((VARIABLES, "out"), False, {"cut"}, "some none", "not used"),
     variable_rebound_to_a_tensor: (
-        (VARIABLES, "out"),
+        ("w", "out"),
         False,
         {"unwatched"},
         "all none",
@@ -470,7 +471,7 @@ def control_functional_two_branches_with_gru():
 
 # case: (first break or None, intact, causes that must appear, words that must not appear)
 ASIDE = {
-    watched_integer_token_ids: ((VARIABLES, "vectors"), False, {"integer"}, ["the variables"]),
+    watched_integer_token_ids: (("token_ids", "vectors"), False, {"integer"}, ["the variables"]),
     derived_weights_after_a_healthy_layer: (
         (VARIABLES, "seq/derived"),
         False,

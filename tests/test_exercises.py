@@ -143,12 +143,13 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
 ALTERNATIVES: dict[str, str] = {
     "helpers.exercises.start_here:check_gradient_status": """
 import numpy as np
+import tensorflow as tf
 
 
 def gradient_status(gradient):
     if gradient is None:
         return "none"
-    values = np.asarray(gradient)
+    values = np.asarray(tf.convert_to_tensor(gradient))
     if np.isnan(values).any() or np.isinf(values).any():
         return "nonfinite"
     return "ok" if np.count_nonzero(values) else "zero"
@@ -213,20 +214,19 @@ def spectral_loss(estimate, reference):
         return tf.abs(tf.signal.rfft(frames * tf.signal.hann_window(256)))
     return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
 """,
-    "helpers.exercises.diagnosis:check_delay": """
+    "helpers.exercises.diagnosis:check_find_the_cut": """
 import tensorflow as tf
 
 
-def delay(audio, samples):
-    n = tf.size(audio)
-    low = tf.floor(samples)
-    fraction = samples - low
-    whole = tf.cast(low, tf.int32)
-
-    def shifted(by):
-        return tf.concat([tf.zeros([by], audio.dtype), audio[:n - by]], axis=0)
-
-    return (1.0 - fraction) * shifted(whole) + fraction * shifted(whole + 1)
+def find_the_cut(model, noisy, clean):
+    spectrum = model.spectrum(noisy)
+    gain = model.gate(spectrum)
+    smoothed, previous = [], tf.zeros_like(gain[0])
+    for t in range(gain.shape[0]):
+        previous = 0.5 * gain[t] + 0.5 * previous
+        smoothed.append(previous)
+    out = tf.signal.irfft(spectrum * tf.cast(tf.stack(smoothed), tf.complex64), fft_length=[256])
+    return "gated_denoiser/smoother", tf.reduce_mean(tf.square(out - clean))
 """,
     "helpers.exercises.labels:check_rule_effect": """
 import numpy as np
@@ -303,7 +303,7 @@ import tensorflow as tf
 def gradient_status(gradient):
     if gradient is None:
         return "none"
-    norm = tf.norm(gradient)
+    norm = tf.norm(tf.convert_to_tensor(gradient))
     if norm != norm:
         return "nonfinite"
     return "zero" if norm == 0 else "ok"
@@ -331,6 +331,70 @@ def gradient_status(gradient):
         return "zero"
     if not tf.reduce_all(tf.math.is_finite(gradient)):
         return "nonfinite"
+    return "ok"
+""",
+        "the maximum is 0 ([0, -1] is zero)": """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    gradient = tf.convert_to_tensor(gradient)
+    if tf.reduce_max(gradient) == 0:
+        return "zero"
+    if not tf.reduce_all(tf.math.is_finite(gradient)):
+        return "nonfinite"
+    return "ok"
+""",
+        "a float32 norm (rounds 1e-25 to 0, overflows 1e20)": """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    norm = tf.norm(tf.convert_to_tensor(gradient))
+    if not tf.math.is_finite(norm):
+        return "nonfinite"
+    return "zero" if norm == 0 else "ok"
+""",
+        "a norm in float64 with NaN only": """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    norm = tf.norm(tf.cast(tf.convert_to_tensor(gradient), tf.float64))
+    if tf.math.is_nan(norm):
+        return "nonfinite"
+    return "zero" if norm == 0 else "ok"
+""",
+        "a float32 norm of finite values (overflows 1e20)": """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    gradient = tf.convert_to_tensor(gradient)
+    if not tf.reduce_all(tf.math.is_finite(gradient)):
+        return "nonfinite"
+    norm = tf.norm(gradient)
+    return "zero" if norm == 0 else ("nonfinite" if tf.math.is_inf(norm) else "ok")
+""",
+        "compares IndexedSlices without making them a tensor": """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    if not tf.reduce_all(tf.math.is_finite(gradient)):
+        return "nonfinite"
+    if tf.reduce_all(gradient == 0):
+        return "zero"
     return "ok"
 """,
         "zero before non-finite": """
@@ -366,6 +430,18 @@ def gradient_status(gradient):
             "masks.append(mask)",
             "state.assign(next_state)",
             start="tf.Variable(tf.zeros((1, step_model.inputs[1].shape[-1])), trainable=False)",
+        ),
+        "truncates on purpose every 20 frames": _sequence_loss(
+            "if t and t % 20 == 0:",
+            "    state = tf.stop_gradient(state)",
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
+        ),
+        "carries the state through NumPy every 8 frames": _sequence_loss(
+            "if t and t % 8 == 0:",
+            "    state = tf.constant(state.numpy())",
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
         ),
         "calls the step model twice per frame": _sequence_loss(
             "mask, _ = step_model([magnitudes[:, t], state])",
@@ -415,6 +491,42 @@ def stream_denoise(step_model, chunks):
             carry="tf.stop_gradient(state)"
         ),
         "carries the state through NumPy": _CARRIED_THROUGH.format(carry="state.numpy()"),
+        "keeps the first chunk's end state for every later chunk": """
+import tensorflow as tf
+
+from helpers.recurrence import unroll
+
+
+def stream_denoise(step_model, chunks):
+    outputs, state = [], None
+    for chunk in chunks:
+        chunk_outputs, end_state = unroll(step_model, chunk, state)
+        outputs.append(chunk_outputs)
+        if state is None:
+            state = end_state
+    return tf.concat(outputs, axis=1)
+""",
+        "a stateful keras.layers.RNN (the state in a variable)": """
+import keras
+import tensorflow as tf
+
+
+class StepCell(keras.layers.Layer):
+    def __init__(self, step_model, **kwargs):
+        super().__init__(**kwargs)
+        self.step_model = step_model
+        self.state_size = step_model.inputs[1].shape[-1]
+        self.output_size = step_model.outputs[0].shape[-1]
+
+    def call(self, inputs, states):
+        output, next_state = self.step_model([inputs, states[0]])
+        return output, [next_state]
+
+
+def stream_denoise(step_model, chunks):
+    rnn = keras.layers.RNN(StepCell(step_model), return_sequences=True, stateful=True)
+    return tf.concat([rnn(chunk) for chunk in chunks], axis=1)
+""",
         "drops the last, shorter chunk": """
 import tensorflow as tf
 
@@ -440,6 +552,24 @@ def stream_denoise(step_model, chunks):
             "return not all(float(tf.reduce_max(tf.abs(g))) == 0 for g in grads)",
         ),
         "returns True without applying": _skip_step("return any(g is not None for g in grads)"),
+        "decides from the labels: no voiced frame, no step": _skip_step(
+            "if not any(int(v) == 1 for v in example.labels.voicing):",
+            "    return False",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True",
+        ),
+        "skips when any gradient is None": _skip_step(
+            "if any(g is None for g in grads):",
+            "    return False",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True",
+        ),
+        "looks at the first gradient only": _skip_step(
+            "if grads[0] is None:",
+            "    return False",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True",
+        ),
         "decides from the loss value (a threshold)": _skip_step(
             "if float(loss) < 1e-4:",
             "    return False",
@@ -487,6 +617,32 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
     estimate = tf.boolean_mask(estimate_mag, mask)
     return tf.reduce_mean(tf.square(tf.math.log(estimate) - tf.math.log(reference)))
 """,
+        "a detached distance reconnected by 0 x the estimate": """
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    rows = mask[:, None]
+    e = tf.where(rows, estimate_mag, 1.0)
+    r = tf.where(rows, reference_mag, 1.0)
+    per_frame = tf.reduce_mean((tf.math.log(tf.stop_gradient(e)) - tf.math.log(r)) ** 2, -1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    value = tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
+    return value + 0.0 * tf.reduce_sum(estimate_mag)
+""",
+        "an eager-only Python if on the mask": """
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    if not mask.numpy().any():
+        return 0.0 * tf.reduce_sum(estimate_mag)
+    rows = mask[:, None]
+    log_ratio = (tf.math.log(tf.where(rows, estimate_mag, 1.0))
+                 - tf.math.log(tf.where(rows, reference_mag, 1.0)))
+    per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
+    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.reduce_sum(tf.cast(mask, tf.float32))
+""",
         "multiplies by a 0/1 mask": """
 import tensorflow as tf
 
@@ -518,26 +674,56 @@ def spectral_loss(estimate, reference):
     return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
 """,
     },
-    "helpers.exercises.diagnosis:check_delay": {
-        "floor without the fraction": """
+    "helpers.exercises.diagnosis:check_find_the_cut": {
+        "fixed by adding 0 x the gate's output": """
 import tensorflow as tf
 
+from helpers.exercises.diagnosis import gated_loss
 
-def delay(audio, samples):
-    shift = tf.cast(tf.floor(samples), tf.int32)
-    return tf.pad(audio, [[shift, 0]])[: tf.size(audio)]
+
+def find_the_cut(model, noisy, clean):
+    gate = model.gate(model.spectrum(noisy))
+    return "smoother", gated_loss(model, noisy, clean) + 0.0 * tf.reduce_sum(gate)
 """,
-        "the two weights swapped": """
+        "fixed by asking for zeros (unconnected_gradients=ZERO)": """
+from helpers.exercises.diagnosis import gated_loss
+
+
+def find_the_cut(model, noisy, clean):
+    # the loss as it was: tape.gradient(..., unconnected_gradients=ZERO) gave zeros, no error
+    return "smoother", gated_loss(model, noisy, clean)
+""",
+        "names the last mark the variables reach": """
 import tensorflow as tf
 
 
-def delay(audio, samples):
-    below = tf.floor(samples)
-    weight = samples - below
-    shift = tf.cast(below, tf.int32)
-    n = tf.size(audio)
-    padded = tf.pad(audio, [[shift + 1, 0]])
-    return weight * padded[1:n + 1] + (1.0 - weight) * padded[:n]
+def find_the_cut(model, noisy, clean):
+    spectrum = model.spectrum(noisy)
+    gain = tf.scan(lambda previous, g: 0.5 * g + 0.5 * previous, model.gate(spectrum),
+                   initializer=tf.zeros_like(spectrum[0], dtype=tf.float32))
+    out = tf.signal.irfft(spectrum * tf.cast(gain, tf.complex64), fft_length=[256])
+    return "gate", tf.reduce_mean(tf.square(out - clean))
+""",
+        "drops the smoother": """
+import tensorflow as tf
+
+
+def find_the_cut(model, noisy, clean):
+    spectrum = model.spectrum(noisy)
+    gain = model.gate(spectrum)
+    out = tf.signal.irfft(spectrum * tf.cast(gain, tf.complex64), fft_length=[256])
+    return "smoother", tf.reduce_mean(tf.square(out - clean))
+""",
+        "smooths with a stop_gradient on the running value": """
+import tensorflow as tf
+
+
+def find_the_cut(model, noisy, clean):
+    spectrum = model.spectrum(noisy)
+    gain = tf.scan(lambda previous, g: 0.5 * g + 0.5 * tf.stop_gradient(previous),
+                   model.gate(spectrum), initializer=tf.zeros_like(spectrum[0], dtype=tf.float32))
+    out = tf.signal.irfft(spectrum * tf.cast(gain, tf.complex64), fft_length=[256])
+    return "smoother", tf.reduce_mean(tf.square(out - clean))
 """,
     },
     "helpers.exercises.labels:check_rule_effect": {
@@ -560,6 +746,19 @@ def rule_effect(known, with_rule, without_rule):
     agreed_before = changed & (without_rule.silent == known.silent)
     return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
 """,
+        "a list of numpy integers, not a tuple": """
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (with_rule.voicing == known.voicing)
+    agreed_before = changed & (without_rule.voicing == known.voicing)
+    return [changed.sum(), now_agree.sum(), agreed_before.sum()]
+""",
+        "a changed frame is one either measurement gets wrong": """
+def rule_effect(known, with_rule, without_rule):
+    a, b, k = with_rule.voicing, without_rule.voicing, known.voicing
+    c = (a != k) | (b != k)
+    return int(c.sum()), int((c & (a == k)).sum()), int((c & (b == k)).sum())
+""",
         "shares, not counts": """
 def rule_effect(known, with_rule, without_rule):
     changed = with_rule.voicing != without_rule.voicing
@@ -569,6 +768,25 @@ def rule_effect(known, with_rule, without_rule):
 """,
     },
     "helpers.exercises.capstone:check_silence_term": {
+        "the loudest silent sample (a maximum)": """
+import tensorflow as tf
+
+from helpers.audio import frame
+
+
+def silence_term(reference, estimate, labels):
+    return tf.reduce_max(tf.abs(tf.boolean_mask(frame(estimate), labels.silent)))
+""",
+        "the loudest silent frame (a maximum of frame powers)": """
+import tensorflow as tf
+
+from helpers.audio import frame
+
+
+def silence_term(reference, estimate, labels):
+    frames = tf.boolean_mask(frame(estimate), labels.silent)
+    return tf.reduce_max(tf.reduce_mean(tf.square(frames), axis=-1))
+""",
         "computed through NumPy": """
 import numpy as np
 import tensorflow as tf
@@ -845,21 +1063,8 @@ def test_spectral_loss_checker_rejects_other_frames_and_numpy_results():
     assert not result.passed and "expected a scalar tensor" in result.message
 
 
-def test_delay_checker_names_the_reconnect_hacks_zero_gradient():
-    import tensorflow as tf
-
-    from helpers.exercises.diagnosis import check_delay
-
-    def hack(audio, samples):  # reconnects the tape with a meaningless (zero) gradient
-        shift = tf.cast(tf.round(samples), tf.int32)
-        return tf.pad(audio, [[shift, 0]])[: tf.size(audio)] + 0.0 * samples
-
-    result = check_delay(hack)
-    assert not result.passed and "is zero" in result.message
-
-
 def test_skip_checker_accepts_catching_the_optimizers_error():
-    """Keras 3 raises before it changes anything when every gradient is None (FACTS.md):
+    """Keras 3 raises before it changes anything when every gradient is None:
     iterations and Adam's moments stay, so catching that ValueError is a correct skip."""
     solution = _skip_step(
         "try:",
@@ -879,6 +1084,19 @@ MASKED_LOG_DISTANCE_SHAPES = {  # the unused 0 / 0 is NaN, but the mask's where 
         "total = tf.reduce_sum(tf.where(mask, per_frame, 0.0))",
         "return tf.where(count > 0, total / count, 0.0)",
     ),
+    "a floor at float32's smallest normal number (changes no frame's value)": """
+import numpy as np
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    tiny = np.finfo(np.float32).tiny
+    log_ratio = (tf.math.log(tf.maximum(estimate_mag, tiny))
+                 - tf.math.log(tf.maximum(reference_mag, tiny)))
+    per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
+""",
     "boolean_mask and divide_no_nan": """
 import tensorflow as tf
 
@@ -906,6 +1124,8 @@ MASKED_LOG_DISTANCE_FAULTS = {
     "double where, but 0 / 0 without frames": "the average is 0 / 0",
     "one where and an epsilon in the log": "changes the distance of quiet frames",
     "multiplies by a 0/1 mask": "0 x inf = NaN",
+    "a detached distance reconnected by 0 x the estimate": "selected frames is zero",
+    "an eager-only Python if on the mask": "inside tf.function: your code raised",
 }
 
 
@@ -1019,3 +1239,62 @@ def test_an_error_in_the_checkers_own_code_is_the_checkers():
     assert not result.passed
     assert result.message == "The checker failed (please report): KeyError: 'missing'"
     assert "Your code" not in repr(result) and "not in your code" in result.hint
+
+
+# The reason a checker gives for a near miss: the words its message must hold (the real fault,
+# not a neighbouring one).
+REASONS: dict[str, dict[str, str]] = {
+    "helpers.exercises.start_here:check_gradient_status": {
+        "the maximum is 0 ([0, -1] is zero)": "zero and negative ([0, -1]) you returned 'zero'",
+        "a float32 norm (rounds 1e-25 to 0, overflows 1e20)": "(1e-25) you returned 'zero'",
+        "a float32 norm of finite values (overflows 1e20)": "(1e-25) you returned 'zero'",
+        "compares IndexedSlices without making them a tensor": "IndexedSlices of zeros",
+        "tests NaN only (norm != norm), so inf passes": "(1e-25) you returned 'zero'",
+        "a norm in float64 with NaN only": "+inf you returned 'ok'",
+    },
+    "helpers.exercises.gru_state:check_stream_denoise": {
+        "a stateful keras.layers.RNN (the state in a variable)": "carries values between calls",
+        "carries the state through NumPy": "no gradient with respect to the first chunk",
+        "each chunk starts from zeros": "differ from one full unroll",
+        "keeps the first chunk's end state for every later chunk": "differ from one full unroll",
+    },
+    "helpers.exercises.capstone:check_silence_term": {
+        "the loudest silent sample (a maximum)": "a maximum (or any pick of a few values)",
+        "the loudest silent frame (a maximum of frame powers)": "a maximum",
+    },
+    "helpers.exercises.diagnosis:check_find_the_cut": {
+        "fixed by adding 0 x the gate's output": "gradients are zero",
+        "fixed by asking for zeros (unconnected_gradients=ZERO)": "still None",
+        "names the last mark the variables reach": "the next layer's call",
+        "drops the smoother": "keeps what the model computes",
+        "smooths with a stop_gradient on the running value": "gradients differ",
+    },
+    "helpers.exercises.labels:check_rule_effect": {
+        "a changed frame is one either measurement gets wrong": "agree with each other",
+        "a list of numpy integers, not a tuple": "Expected a tuple of three integers",
+        "counts every agreeing frame, not only the changed ones": "expected (2, 1, 1)",
+    },
+    "helpers.exercises.voicing_loss:check_train_step_or_skip": {
+        "decides from the labels: no voiced frame, no step": "an unvoiced clip with no voiced",
+        "skips when any gradient is None": "a variable no loss uses",
+        "looks at the first gradient only": "a variable no loss uses",
+        "decides from the loss value (a threshold)": "about 140 dB down",
+        "steps on zeros instead of skipping": "the weights moved",
+    },
+    "helpers.exercises.gru_state:check_sequence_loss": {
+        "truncates on purpose every 20 frames": "the state step 20 receives is cut off",
+        "carries the state through NumPy every 8 frames": "the state step 8 receives is cut",
+        "stops the gradient at every state": "the state step 2 receives is cut off",
+        "the answer's fix: the state in a Variable, assigned": "step 2 receives is cut off",
+        "never passes the state on": "Your loss is",
+        "takes the masks through NumPy": "are None",
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "spec, label", [(spec, label) for spec, reasons in sorted(REASONS.items()) for label in reasons]
+)
+def test_a_near_miss_is_rejected_for_its_real_reason(spec, label):
+    result = _checker(spec)(_function(NEAR_MISSES[spec][label], FUNCTION_OF[spec]))
+    assert not result.passed and REASONS[spec][label] in result.message, result

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.diagnosis.probe import VARIABLES, GradientProbe
+from helpers.diagnosis.probe import LOSS, VARIABLES, GradientProbe
 from helpers.diagnosis.probe.exits import _owners, noting_exits
 
 
@@ -46,13 +46,21 @@ def test_a_variable_read_as_a_number_is_noted_as_the_variable(variable):
     assert all(value is variable for _, value in noted)
 
 
-def test_np_asarray_of_a_tensor_is_not_seen():
-    """A known limit: NumPy reads an eager tensor through the buffer protocol, which has no
-    Python method to wrap; the probe then finds the break from the marks alone."""
+def test_numpy_constructors_and_ufuncs_are_seen_and_the_buffer_is_not():
+    """np.asarray and the like are wrapped while the block records, and a ufunc (np.abs)
+    calls the tensor's __array_wrap__. A known limit: np.frombuffer (as compiled code does)
+    reads the tensor's memory through the buffer protocol, which has no Python method to
+    wrap; the verdict then says the computation likely left TensorFlow."""
     noted = []
+    constructors = [getattr(np, name) for name in ("asarray", "array", "asanyarray")]
     with noting_exits(lambda lab, value: noted.append(lab)):
         np.asarray(tf.constant([1.0]))
-    assert noted == []
+        np.array([tf.constant(1.0), tf.constant(2)])  # the float item only
+        assert isinstance(np.abs(tf.constant([-1.0])), np.ndarray)  # what NumPy gives
+        np.frombuffer(tf.constant([1.0]), np.float32)
+    assert noted == ["np.asarray()", "np.array()", "np.absolute()"]
+    assert [getattr(np, name) for name in ("asarray", "array", "asanyarray")] == constructors
+    assert not any("__array_wrap__" in vars(c) for c in type(tf.constant(0.0)).__mro__)
 
 
 def test_methods_are_restored_after_the_block_and_after_an_error():
@@ -108,3 +116,57 @@ def test_a_conversion_for_printing_is_no_break():
         loss = weight * 3.0
         print(f"loss {float(loss):.2f}", end="\r")
     assert probe.locate(loss, [weight]).intact
+
+
+# -- a tensor converted by a library call -----------------------------------------------------
+def _lfilter(t):
+    import scipy.signal
+
+    return scipy.signal.lfilter([0.5, 0.5], [1.0, -0.2], t)
+
+
+@pytest.mark.parametrize(
+    "convert, label",
+    [
+        (lambda t: np.asarray(t), "np.asarray() (conversion 1)"),
+        (_lfilter, "lfilter() (conversion 1)"),  # SciPy calls np.asarray(t) inside
+        (lambda t: t.__array__(), "np.asarray() (conversion 1)"),
+        (lambda t: np.abs(t), "np.absolute() (conversion 1)"),  # a ufunc
+    ],
+    ids=["np.asarray", "scipy.signal.lfilter", "__array__", "np.abs"],
+)
+def test_a_tensor_converted_by_a_library_call_is_named(convert, label):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)], name="net")
+    with GradientProbe() as probe:
+        out = probe.mark("out", model(tf.ones((4, 3))))
+        loss = tf.reduce_sum(tf.constant(convert(out), tf.float32))
+    where = probe.locate(loss, model.trainable_variables)
+    text = repr(where)
+    assert where.broken_between == ("out", LOSS)
+    assert f"leave TensorFlow at {label!r} inside the block" in text
+    assert "TensorFlow ops, not NumPy, SciPy" in text  # the fix for a library call
+    assert "saw no conversion" not in text
+
+
+def test_a_conversion_the_probe_cannot_see_is_still_suggested():
+    """np.frombuffer reads the tensor through the buffer protocol: not seen, so the verdict
+    says the computation likely left TensorFlow."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)], name="net")
+    with GradientProbe() as probe:
+        out = probe.mark("out", model(tf.ones((4, 3))))
+        loss = tf.reduce_sum(tf.constant(np.frombuffer(out, np.float32)))
+    text = repr(probe.locate(loss, model.trainable_variables))
+    assert "the computation likely left TensorFlow (a NumPy/SciPy call?)" in text
+    assert "leave TensorFlow at" not in text
+
+
+def test_numpy_is_restored_after_an_error_in_the_block():
+    constructors = [getattr(np, name) for name in ("asarray", "array", "asanyarray")]
+    with pytest.raises(RuntimeError, match="inside"):
+        with GradientProbe():
+            assert np.asarray is not constructors[0]  # wrapped while the block records
+            raise RuntimeError("an error inside the block")
+    assert [getattr(np, name) for name in ("asarray", "array", "asanyarray")] == constructors
+    assert not any("__array_wrap__" in vars(c) for c in type(tf.constant(0.0)).__mro__)

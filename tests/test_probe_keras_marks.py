@@ -181,7 +181,7 @@ def test_model_predict_inside_the_block_is_not_marked_and_its_exit_is_named():
         loss = tf.reduce_sum(tf.convert_to_tensor(predicted))
     assert probe.marks == []
     where = probe.locate(loss, model.trainable_variables)
-    assert where.broken_between == (VARIABLES, ".numpy() (conversion 1)")
+    assert where.broken_between == (VARIABLES, "predict() (conversion 1)")  # the call named
 
 
 # -- every Keras case of the field guide: hand-placed marks and auto-marks agree --------------
@@ -317,8 +317,8 @@ GUIDE = {
         dense,
         "input",
         None,
-        (VARIABLES, "denoised"),
-        (VARIABLES, "dense_frame_denoiser/encoder"),
+        ("noisy", "denoised"),
+        ("noisy", "dense_frame_denoiser/encoder"),
     ),
     "tf.cond on the energy": (dense, None, None, ("energy", LOSS), ("dense_frame_denoiser", LOSS)),
 }
@@ -362,5 +362,50 @@ def test_field_guide_cases_agree_with_hand_placed_marks(name):
             "hidden": "dense_frame_denoiser/encoder",
             "energy": "dense_frame_denoiser",
             VARIABLES: VARIABLES,
+            "noisy": "noisy",  # the input, a tensor source: named
         }
         assert auto_break[0] == same[manual_break[0]]
+
+
+# -- a variable assigned inside a layer's call: the cause named with auto-marks too ---------
+class _AutoGain(keras.layers.Layer):
+    """Writes a gain computed from its input into a variable, and returns the variable's
+    value: the path goes through gains.assign()."""
+
+    def build(self, input_shape):
+        self.gains = self.add_weight(
+            shape=(input_shape[-1],), initializer="ones", trainable=False, name="gains"
+        )
+
+    def call(self, x):
+        self.gains.assign(tf.reduce_mean(tf.abs(x), axis=0))
+        return tf.ones_like(x) * self.gains
+
+
+def _gain_model():
+    keras.utils.set_random_seed(0)
+    layers = [keras.layers.Dense(4, name="enc"), _AutoGain(name="agc"), keras.layers.Dense(2)]
+    return keras.Sequential([keras.Input((6,)), *layers], name="net")
+
+
+def test_an_assignment_inside_a_layer_is_named_with_auto_marks_as_with_hand_marks():
+    model = _gain_model()
+    with GradientProbe() as probe:
+        probe.mark_layers(model)
+        loss = tf.reduce_sum(model(_data()))
+    auto = probe.locate(loss, model.trainable_variables)
+    model = _gain_model()
+    with GradientProbe() as probe:
+        hidden = probe.mark("hidden", model.get_layer("enc")(_data()))
+        gained = model.get_layer("agc")(hidden)
+        probe.mark("gains", model.get_layer("agc").gains)
+        loss = tf.reduce_sum(model.layers[-1](gained))
+    manual = probe.locate(loss, model.trainable_variables)
+    assert auto.broken_between == ("net/enc", "net/agc")
+    assert manual.broken_between == ("hidden", "gains")
+    assert auto.causes == manual.causes == {"net/enc/kernel": "cut", "net/enc/bias": "cut"}
+    cause = "assign / assign_add cut the path"
+    for where in (auto, manual):
+        lines = where.details[where.broken_between]
+        assert sum(cause in line for line in lines) == 1, lines
+    assert "only through 'gains.assign() (assignment 1)'" in repr(auto)

@@ -4,6 +4,8 @@ programs that used to crash it (tests/probe_cases.py holds the cases)."""
 
 from __future__ import annotations
 
+import itertools
+
 import keras
 import numpy as np
 import pytest
@@ -286,15 +288,6 @@ def test_second_set_score():
 
 
 # -- each gradient asked for once -----------------------------------------------------------
-class _CountingTape:
-    def __init__(self, tape):
-        self.tape, self.calls = tape, []
-
-    def gradient(self, target, sources):
-        self.calls.append(len(sources))
-        return self.tape.gradient(target, sources)
-
-
 def test_gradients_are_asked_for_once_and_batched():
     w1, w2 = tf.Variable(1.0, name="w1"), tf.Variable(2.0, name="w2")
     with tf.GradientTape(persistent=True) as tape:
@@ -348,3 +341,111 @@ def test_inside_tf_function_the_probes_gradients_never_run_with_the_step(body):
         assert all(g is not None and bool(tf.reduce_any(g != 0.0)) for g in grads)
     assert len(verdicts) == 1 and verdicts[0].traced and verdicts[0].intact
     assert verdicts[0]["before"].loss_reaches and verdicts[0]["after"].variables
+
+
+# -- the verdict does not depend on the order of report / locate / gradient ----------------
+def _py_function_model():
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((6,)), keras.layers.Dense(3, name="dense")], name="net")
+
+
+def _through_py_function(body, out):
+    return tf.reduce_sum(tf.reshape(tf.py_function(body, [out], tf.float32), (4, 3)))
+
+
+def _py_function_program(body):
+    """A Dense layer, its output through ``tf.py_function(body)``, summed."""
+    model = _py_function_model()
+    with GradientProbe() as probe:
+        out = probe.mark("before", model(_data()))
+        loss = probe.mark("after", _through_py_function(body, out))
+    return probe, loss, model.trainable_variables
+
+
+def _sums(grads):
+    return [round(float(tf.reduce_sum(g)), 4) for g in grads]
+
+
+def _answer(probe, loss, sources, call):
+    """What one call says, as text: the summary, the verdict, the gradients' sums, or the
+    error it raises."""
+    try:
+        if call == "report":
+            return probe.report(loss, sources).summary()
+        if call == "locate":
+            return repr(probe.locate(loss, sources))
+        return _sums(probe.gradient(loss, sources))
+    except tf.errors.OpError as e:
+        return type(e).__name__
+
+
+PY_FUNCTION_BODIES = {
+    "healthy tanh": tf.tanh,
+    "NumPy body": lambda t: tf.constant(t.numpy() * 2.0),  # TensorFlow's gradient raises
+}
+
+
+@pytest.mark.parametrize("body", list(PY_FUNCTION_BODIES))
+def test_py_function_verdicts_do_not_depend_on_the_order_of_calls(body):
+    """A py_function's gradient can be taken once per forward pass; report, locate and
+    gradient, in every order and each twice, must all say the same."""
+    calls = ("report", "locate", "gradient")
+    said = {call: [] for call in calls}
+    for order in itertools.permutations(calls):
+        probe, loss, sources = _py_function_program(PY_FUNCTION_BODIES[body])
+        for call in order + order:
+            said[call].append(_answer(probe, loss, sources, call))
+    assert all(len({str(answer) for answer in said[call]}) == 1 for call in calls), said
+    verdict = said["locate"][0]
+    if body == "healthy tanh":
+        assert verdict.startswith("Gradient path intact") and "spent" not in verdict
+        assert said["report"][0] == "2 variables: 2 ok"
+        model = _py_function_model()
+        with tf.GradientTape() as tape:  # the same program on a plain tape
+            loss = _through_py_function(tf.tanh, model(_data()))
+        assert said["gradient"][0] == _sums(tape.gradient(loss, model.trainable_variables))
+    else:
+        assert verdict.startswith("Gradient path broken between 'before' and 'after'.")
+        assert said["report"][0] == said["gradient"][0] == "InvalidArgumentError"
+
+
+def test_a_first_question_about_other_sources_leaves_the_verdict_unchanged():
+    """gradient() for one variable first, then locate() for every variable (non-trainable
+    ones too): the first question already asked for all of them."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input((6,)), keras.layers.Dense(3), keras.layers.BatchNormalization()]
+    )
+    with GradientProbe() as probe:
+        out = probe.mark("before", model(_data(), training=True))
+        loss = _through_py_function(tf.tanh, out)
+    assert probe.gradient(loss, model.trainable_variables[0]) is not None
+    where = probe.locate(loss, model.variables)
+    assert where.breaks == [] and set(where.causes.values()) == {"untrainable"}
+    assert "spent" not in repr(where)
+    assert probe.report(loss, model.trainable_variables).all("ok")
+
+
+def test_the_first_question_about_a_target_answers_the_later_ones():
+    w1, w2, w3 = (tf.Variable(float(i), name=f"w{i}") for i in (1, 2, 3))
+    unwatched = tf.Variable(4.0, trainable=False, name="unwatched")
+    with tf.GradientTape(persistent=True) as tape:
+        loss = w1 * w2 * w3
+    counting = _CountingTape(tape)
+    gradients = Gradients()
+    gradients.of(counting, loss, [w1], extra=[w2, w3])
+    later, error = gradients.of(counting, loss, [w3, w2, unwatched])
+    assert counting.calls == [3] and error == ""  # one question, for all three
+    assert [float(g) for g in later[:2]] == [2.0, 3.0] and later[2] is None
+
+
+class _CountingTape:
+    def __init__(self, tape):
+        self.tape, self.calls = tape, []
+
+    def gradient(self, target, sources):
+        self.calls.append(len(sources))
+        return self.tape.gradient(target, sources)
+
+    def watched_variables(self):
+        return self.tape.watched_variables()

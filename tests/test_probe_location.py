@@ -156,6 +156,21 @@ def integer_loss(p, m):
     return tf.cast(_sum(p.mark("out", m(_x()))), tf.int32)
 
 
+def asarray_between(p, m):
+    return _sum(p.mark("back", tf.constant(np.asarray(p.mark("out", m(_x()))))))
+
+
+def unseen_between(p, m):  # np.frombuffer reads the tensor's memory: not seen
+    out = p.mark("out", m(_x()))
+    return _sum(p.mark("back", tf.constant(np.frombuffer(out, np.float32))))
+
+
+def assigned_unmarked(p, m):
+    state = tf.Variable(tf.zeros((4, 3)), trainable=False, name="state")
+    state.assign(p.mark("out", m(_x())))
+    return _sum(p.mark("after", state * 1.0))
+
+
 def py_function_after(p, m):
     out = p.mark("out", m(_x()))
     return _sum(tf.reshape(tf.py_function(lambda t: t * 2.0, [out], tf.float32), (4, 3)))
@@ -226,6 +241,24 @@ NOTES = {
     ),
     "a tensor the tape never watched": (uses_unwatched, _source, uses_watched, _source),
     "an integer dtype: integers have no gradient": (healthy, _ids, uses_watched, _source),
+    "the computation likely left TensorFlow (a NumPy/SciPy call?)": (
+        unseen_between,
+        None,
+        asarray_between,
+        None,
+    ),
+    "leave TensorFlow at 'np.asarray() (conversion 1)'": (
+        asarray_between,
+        None,
+        unseen_between,
+        None,
+    ),
+    "reach the loss only through 'state.assign() (assignment 1)'": (
+        assigned_unmarked,
+        None,
+        variable_between,
+        None,
+    ),
 }
 
 
@@ -268,6 +301,93 @@ def test_a_watched_tensor_is_named_not_called_the_variables():
     assert "between 'ids' and 'vectors'" in named and "where 'ids' is used" in named
     assert "between 'source_0' and 'vectors'" in by_position
     assert "the variables" not in named + by_position
+
+
+# -- a break from a tensor source: named in the structure as in the text --------------------
+def _embedded(watch):
+    ids = tf.constant([[1, 2]])
+    keras.utils.set_random_seed(0)
+    embed = keras.layers.Embedding(4, 3)
+    with GradientProbe() as probe:
+        if watch:
+            probe.watch(ids)
+        probe.mark("token_ids", ids)
+        loss = _sum(probe.mark("embedded", embed(ids)))
+    return probe.locate(loss, [ids])
+
+
+@pytest.mark.parametrize("watch", [False, True], ids=["marked", "marked and watched"])
+def test_broken_between_names_a_tensor_source_as_the_text_does(watch):
+    where = _embedded(watch)
+    assert where.broken_between == ("token_ids", "embedded")
+    assert repr(where).startswith("Gradient path broken between 'token_ids' and 'embedded'.")
+    assert "where 'token_ids' is used" in repr(where)
+    ticks = [t.get_text() for t in where.plot().axes[0].get_xticklabels()]
+    assert ticks == ["sources", "token_ids", "embedded", "loss"]  # no column of its own
+
+
+def test_every_break_names_its_two_points_as_the_text_does():
+    """Two unwatched inputs and a stopped variable: each break's pair is what its line says."""
+    inputs = [_x(seed=3), _x(seed=4)]
+    w = tf.Variable(2.0, name="w")
+    with GradientProbe() as probe:
+        out = probe.mark("out", inputs[0] * inputs[1] * w)
+        loss = _sum(probe.mark("stopped", tf.stop_gradient(out)))
+    where = probe.locate(loss, [*inputs, w], names=["left", "right", "w"])
+    text = repr(where)
+    assert where.breaks == [("left", "stopped"), ("right", "stopped"), ("out", "stopped")], text
+    for number, (start, end) in enumerate(where.breaks, 1):
+        assert f"{number}. between {start!r} and {end!r}." in text
+
+
+# -- one line per cause -----------------------------------------------------------------------
+_IDS = tf.constant([[1, 2]])
+
+
+def int_source_marked(p, m):  # the integer source, marked: one integer line, not two
+    p.mark("token_ids", _IDS)
+    return _sum(p.mark("embedded", tf.gather(m(_x()), _IDS)))
+
+
+def int_mark_and_int_loss(p, m):
+    codes = p.mark("codes", tf.cast(p.mark("out", m(_x())) * 10, tf.int32))
+    return tf.reduce_sum(codes)
+
+
+def int_source_and_int_loss(p, m):
+    p.watch(_IDS)
+    return tf.reduce_sum(_IDS) + tf.cast(_sum(m(_x())), tf.int32)
+
+
+def python_loss_with_a_python_mark(p, m):
+    return p.mark("total", float(_sum(p.mark("out", m(_x())))))
+
+
+def _ids_and_variables(m):
+    return [_IDS, *m.trainable_variables]
+
+
+CAUSES = {  # program, sources, the cause's words (a line that says it), how many breaks
+    "integer source marked": (int_source_marked, _ids_and_variables, "integers", 1),
+    "integer mark, integer loss": (int_mark_and_int_loss, None, "integers", 1),
+    "integer source, integer loss": (int_source_and_int_loss, _ids_and_variables, "integers", 2),
+    "NumPy mark after a conversion": (numpy_between, None, "TensorFlow", 1),
+    "Python loss after float()": (python_loss, None, "TensorFlow", 1),
+    "Python loss marked": (python_loss_with_a_python_mark, None, "TensorFlow", 1),
+    "assigned, variable marked": (variable_between, None, "assign / assign_add", 1),
+    "assigned": (assigned_unmarked, None, "assign / assign_add", 1),
+    "op without a gradient": (no_gradient_op, None, "raises", 1),
+    "NumPy body in a py_function": (py_function_numpy_body, None, "raises", 1),
+}
+
+
+@pytest.mark.parametrize("case", list(CAUSES))
+def test_each_cause_is_said_once(case):
+    program, sources, words, breaks = CAUSES[case]
+    where = _run(program, sources)
+    lines = where.explanation().splitlines()[1:]  # the lines under the verdict
+    said = [line for line in lines if words in line and not line.lstrip().startswith("Look at")]
+    assert len(where.breaks) == breaks and len(said) == 1, where.explanation()
 
 
 # -- the verdict in HTML --------------------------------------------------------------------------

@@ -180,6 +180,24 @@ def test_no_solution_code_anywhere(student_dir, name):
     assert not secret & lines, f"solution code left: {sorted(secret & lines)}"
 
 
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)
+def test_no_solution_value_anywhere(student_dir, name):
+    """What a solution's prose gives away (a code span that is a tuple of numbers, such as an
+    exercise's answer on the real clip) is in no cell of the student edition, in any type."""
+    course, student = _pairs(student_dir, name)
+    values = {
+        span
+        for c in course.cells
+        if c.cell_type == "markdown"
+        for m in SOLUTION.finditer(c.source)
+        for span in re.findall(r"`(\(?-?[\d.]+(?:, -?[\d.]+)+\)?)`", m.group(0))
+    }
+    text = "\n".join(_text(c) for c in student.cells)
+    assert not [v for v in values if v in text], f"{name}: a solution's value is left"
+    if name.startswith("07_"):
+        assert values == {"(5, 4, 1)"}  # the answer the proof cell used to give away
+
+
 def _nbval_runs(cell) -> bool:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbval warns about conflicting markers

@@ -73,11 +73,18 @@ def _where_it_pulls(fn, example: Clip) -> str | None:
     only_silent = tape.gradient(in_other, probe).numpy() == 0
     only_other = tape.gradient(in_silent, probe).numpy() == 0
     seen = np.mean(pull[only_silent] > 0)
+    pulled = (pull > 0) & only_silent
+    if not np.any(pulled) or (seen < SEEN_SHARE and np.all(example.clean[pulled] == 0)):
+        return (
+            "On a clip whose silent frames hold room noise, not digital zeros, the term "
+            f"sees only {seen:.0%} of those frames' samples: silence is what the labels say, "
+            "whatever the reference holds there."
+        )
     if seen < SEEN_SHARE:
         return (
-            f"On a clip whose silent frames hold room noise, not digital zeros, the term "
-            f"sees only {seen:.0%} of those frames' samples: silence is what the labels "
-            "say, whatever the reference holds there."
+            f"On a clip with a pause, the term pulls on only {seen:.1%} of the samples of "
+            "the frames the labels call silent: a maximum (or any pick of a few values) "
+            "teaches the output only where it is loudest. Let every silent sample count."
         )
     if pull[only_other].max() > 1e-6 * pull.max():
         return (

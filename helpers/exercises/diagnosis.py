@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -97,69 +98,161 @@ def check_spectral_loss(function) -> CheckResult:
     )
 
 
-def _shifted(audio: np.ndarray, whole: int) -> np.ndarray:
-    return np.concatenate([np.zeros(whole, audio.dtype), audio[: len(audio) - whole]])
+# --------------------------------------------------------------- exercise 5.2: find the cut
+
+FRAME = 256  # samples per frame of the gated denoiser (no overlap: each frame on its own)
+SMOOTHING = 0.5  # the smoother's pole: y[t] = (1 - a) x[t] + a y[t - 1], from y[-1] = 0
 
 
-def check_delay(function) -> CheckResult:
-    """``function(audio, samples)`` delays ``audio`` by a float number of samples in [0, 8):
-    exact at whole numbers, between the two neighbouring shifts otherwise, with a gradient
-    for ``samples`` that agrees with a finite difference."""
+class Spectrum(keras.layers.Layer):
+    """Frames ``(frames, 256)`` -> their complex spectrum ``(frames, 129)``."""
+
+    def call(self, frames):
+        return tf.signal.rfft(frames)
+
+
+class Gate(keras.layers.Layer):
+    """A gain in [0, 1] per frame and bin, from the log magnitude: ``sigmoid(slope * log|X| +
+    bias)`` with a learned slope and bias per bin."""
+
+    def build(self, input_shape):
+        bins = input_shape[-1]
+        self.slope = self.add_weight(shape=(bins,), initializer="ones", name="slope")
+        self.bias = self.add_weight(shape=(bins,), initializer="zeros", name="bias")
+
+    def call(self, spectrum):
+        level = 0.5 * tf.math.log(tf.square(tf.abs(spectrum)) + 1e-6)
+        return tf.sigmoid(self.slope * level + self.bias)
+
+
+class Smoother(keras.layers.Layer):
+    """The gain smoothed over time by a one-pole low-pass, so it does not flutter from frame
+    to frame (written with SciPy's filter, as a signal-processing habit would)."""
+
+    def call(self, gain):
+        from scipy import signal
+
+        smoothed = signal.lfilter([1 - SMOOTHING], [1, -SMOOTHING], np.asarray(gain), axis=0)
+        return tf.constant(smoothed, tf.float32)
+
+
+class GatedDenoiser(keras.Model):
+    """Frames in, frames out: the spectrum, a learned gate, the gate smoothed over time, and
+    the gated spectrum back to samples. It runs eagerly (one clip at a time)."""
+
+    def __init__(self):
+        super().__init__(name="gated_denoiser")
+        self.spectrum = Spectrum(name="spectrum")
+        self.gate = Gate(name="gate")
+        self.smoother = Smoother(name="smoother")
+
+    def call(self, frames):
+        spectrum = self.spectrum(frames)
+        gain = self.smoother(self.gate(spectrum))
+        return tf.signal.irfft(spectrum * tf.cast(gain, tf.complex64), fft_length=[FRAME])
+
+
+def make_gated_denoiser(seed: int = 0) -> GatedDenoiser:
+    """The model of exercise 5.2, built, with its gate's weights from ``seed``."""
+    model = GatedDenoiser()
+    model(tf.zeros((4, FRAME)))
+    rng = np.random.default_rng(seed)
+    model.gate.slope.assign(1.0 + 0.3 * rng.standard_normal(model.gate.slope.shape))
+    model.gate.bias.assign(0.3 * rng.standard_normal(model.gate.bias.shape))
+    return model
+
+
+@cache
+def cut_frames() -> tuple[np.ndarray, np.ndarray]:
+    """(noisy, clean) frames ``(24, 256)`` of a course clip: speech and a pause."""
+    clip = load_clip("utterance_1_snr5")
+    start, count = 1000, 24
+    noisy = clip.audio[start : start + count * FRAME].reshape(count, FRAME)
+    clean = clip.clean[start : start + count * FRAME].reshape(count, FRAME)
+    return noisy.astype(np.float32), clean.astype(np.float32)
+
+
+def gated_loss(model: GatedDenoiser, noisy, clean) -> tf.Tensor:
+    """The mean squared error of the model's output frames against the clean frames."""
+    return tf.reduce_mean(tf.square(model(noisy) - clean))
+
+
+def _fixed_loss(model: GatedDenoiser, noisy, clean) -> tf.Tensor:
+    """The same loss with the smoother in TensorFlow: the reference for the checker."""
+    spectrum = model.spectrum(noisy)
+    gain = tf.scan(
+        lambda previous, g: (1 - SMOOTHING) * g + SMOOTHING * previous,
+        model.gate(spectrum),
+        initializer=tf.zeros_like(spectrum[0], dtype=tf.float32),
+    )
+    out = tf.signal.irfft(spectrum * tf.cast(gain, tf.complex64), fft_length=[FRAME])
+    return tf.reduce_mean(tf.square(out - clean))
+
+
+def check_find_the_cut(function) -> CheckResult:
+    """``function(model, noisy, clean)`` returns ``(where, loss)``: the name of the layer
+    whose output the loss no longer reaches (where the tape stops), and the model's loss
+    computed with that cut fixed: the same value as the model's own loss, and the gradients
+    of every variable equal to the fixed computation's, numerically."""
 
     def check(fn):
-        rng = np.random.default_rng(5)
-        audio = rng.normal(size=64).astype(np.float32)
-        weights = tf.constant(rng.normal(size=64).astype(np.float32))
-        for whole in (0, 3, 7):
-            out = fn(tf.constant(audio), tf.constant(float(whole)))
-            if tuple(out.shape) != audio.shape:
+        model = make_gated_denoiser(seed=5)
+        noisy, clean = (tf.constant(x) for x in cut_frames())
+        variables = model.trainable_variables
+        with tf.GradientTape() as tape:
+            answer = fn(model, noisy, clean)
+        if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], str)):
+            return False, f"Return a pair (layer name, loss); got {type(answer).__name__}."
+        where, loss = answer
+        name = where.strip().strip("'\"").rsplit("/", 1)[-1]
+        if name != "smoother":
+            if name in ("spectrum", "gate"):
                 return False, (
-                    f"`delay` returned shape {tuple(out.shape)}; expected "
-                    f"{audio.shape}, like its input."
+                    f"The variables reach '{name}' on the tape; the path breaks after it, in "
+                    "the code that runs between that mark and the next one: the next "
+                    "layer's call."
                 )
-            if not np.allclose(out, _shifted(audio, whole), atol=1e-5):
+            return False, (
+                f"'{where}' is not a layer of this model; mark its layers "
+                "(GradientProbe's mark_layers) and ask the locator where the path breaks."
+            )
+        grads = tape.gradient(loss, variables)
+        with tf.GradientTape() as reference_tape:
+            expected = _fixed_loss(model, noisy, clean)
+        expected_grads = reference_tape.gradient(expected, variables)
+        if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
+            return False, (
+                f"Your loss is {float(loss):.6g}; the model's is {float(expected):.6g}. A fix "
+                "keeps what the model computes (the smoothing included) and lets the tape see it."
+            )
+        statuses = gradient_report(grads, variables).statuses
+        if "none" in statuses:
+            return False, (
+                "The gradients of the gate are still None: the cut is still there. Asking for "
+                "zeros instead of None hides it; it does not fix it."
+            )
+        if "zero" in statuses:
+            return False, (
+                "The gate's gradients are zero: a term that only reconnects the graph "
+                "(0 x something) gives the look of a gradient, not one. Compute the smoothing "
+                "with TensorFlow ops."
+            )
+        for g, e in zip(grads, expected_grads):
+            if not np.allclose(g, e, rtol=1e-3, atol=1e-7):
                 return False, (
-                    f"A delay of {whole}.0 samples should give the input shifted "
-                    f"by {whole}, with {whole} zeros in front."
-                )
-        for value in (2.25, 5.6):
-            samples = tf.Variable(value, name="samples")
-            with tf.GradientTape() as tape:
-                out = fn(tf.constant(audio), samples)
-                loss = tf.reduce_sum(out * weights)
-            grad = tape.gradient(loss, samples)
-            status = gradient_report([grad], [samples])[0].status
-            if status != "ok":
-                return False, f"The gradient for a delay of {value} samples is {status}."
-            low, high = _shifted(audio, math.floor(value)), _shifted(audio, math.ceil(value))
-            if np.any(np.asarray(out) < np.minimum(low, high) - 1e-5) or np.any(
-                np.asarray(out) > np.maximum(low, high) + 1e-5
-            ):
-                return False, (
-                    f"A delay of {value} samples should lie between the shifts "
-                    f"by {math.floor(value)} and {math.ceil(value)}."
-                )
-            step = 0.01
-            slope = (
-                float(tf.reduce_sum(fn(tf.constant(audio), tf.constant(value + step)) * weights))
-                - float(tf.reduce_sum(fn(tf.constant(audio), tf.constant(value - step)) * weights))
-            ) / (2 * step)
-            if not math.isclose(float(grad), slope, rel_tol=0.05, abs_tol=1e-3):
-                return False, (
-                    f"At {value} samples the gradient is {float(grad):.4g}, but the "
-                    f"output changes at a rate of {slope:.4g} per sample."
+                    "The loss is right, but the gate's gradients differ from the smoothed "
+                    "gain's: the tape sees another computation than the one that made the loss."
                 )
         return True, (
-            "Whole delays are exact, fractional ones lie between their neighbours, "
-            "and the gradient matches the slope."
+            "The cut is the smoother (NumPy inside the layer), and with the smoothing in "
+            "TensorFlow every variable gets the gradient of the model's own loss."
         )
 
     return run_check(
-        "Exercise 5.2 (a delay the model can learn)",
+        "Exercise 5.2 (find the cut)",
         function,
         check,
-        hint="Rounding and the cast to an integer have no gradient. Let the whole part of the "
-        "delay pick two neighbouring whole shifts, and mix the two shifted signals by the "
-        "fractional part: the fraction is a float computed from the delay, so it carries "
-        "the gradient.",
+        hint="Mark every layer's output and ask the locator where the path from the "
+        "variables to the loss breaks; then read that layer's call. A fix keeps what "
+        "the layer computes and keeps it in TensorFlow.",
     )

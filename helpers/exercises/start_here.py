@@ -6,23 +6,48 @@ import math
 
 import tensorflow as tf
 
+from helpers.diagnosis import gradient_report
 from helpers.exercises import CheckResult, run_check
 
-# (what the gradient is, the gradient, its status). Each case is one a learner's first
-# answer tends to get wrong: an infinity of either sign (a NaN-only test misses it), a NaN
-# beside zeros (not "zero"), a tiny healthy gradient and one whose values cancel in a sum
-# (neither is "zero").
-_CASES: list[tuple[str, object, str]] = [
-    ("None", None, "none"),
-    ("all zeros", tf.zeros((3, 2)), "zero"),
-    ("healthy", tf.constant([0.5, -0.25]), "ok"),
-    ("tiny but healthy (1e-12)", tf.constant([0.0, 1e-12, 0.0]), "ok"),
-    ("values that sum to 0", tf.constant([1.0, -1.0]), "ok"),
-    ("a NaN", tf.constant([1.0, math.nan]), "nonfinite"),
-    ("a NaN among zeros", tf.constant([0.0, math.nan, 0.0]), "nonfinite"),
-    ("+inf", tf.constant([2.0, math.inf]), "nonfinite"),
-    ("-inf", tf.constant([[-math.inf], [1.0]]), "nonfinite"),
+# (what the gradient is, the gradient). Each case is one a learner's first answer tends to get
+# wrong: an infinity of either sign (a NaN-only test misses it), a NaN beside zeros (not
+# "zero"), values of either sign (a maximum of 0 is not all zeros), a tiny or subnormal healthy
+# gradient and a huge finite one (a float32 norm rounds the first to 0 and overflows the second
+# to inf), values that cancel in a sum, and the IndexedSlices an embedding or a gather gives.
+# The expected status is the gradient report's own. No subnormal case (1e-40): TensorFlow's
+# CPU kernels flush subnormals to zero, so every TensorFlow answer, the report's included,
+# calls it zero, and an optimizer step with it moves nothing.
+_CASES: list[tuple[str, object]] = [
+    ("None", None),
+    ("all zeros", tf.zeros((3, 2))),
+    ("healthy", tf.constant([0.5, -0.25])),
+    ("zero and negative ([0, -1])", tf.constant([0.0, -1.0])),
+    ("tiny but healthy (1e-12)", tf.constant([0.0, 1e-12, 0.0])),
+    ("tiny but healthy (1e-25)", tf.constant([1e-25, 0.0])),
+    ("huge but finite ([1e20, 1e20])", tf.constant([1e20, 1e20])),
+    ("the largest float32 (3e38)", tf.constant([3e38, -3e38])),
+    ("values that sum to 0", tf.constant([1.0, -1.0])),
+    ("a NaN", tf.constant([1.0, math.nan])),
+    ("a NaN among zeros", tf.constant([0.0, math.nan, 0.0])),
+    ("+inf", tf.constant([2.0, math.inf])),
+    ("-inf", tf.constant([[-math.inf], [1.0]])),
+    (
+        "tf.IndexedSlices (from an embedding)",
+        tf.IndexedSlices(tf.constant([[0.5, 0.0]]), tf.constant([1]), tf.constant([3, 2])),
+    ),
+    (
+        "tf.IndexedSlices of zeros",
+        tf.IndexedSlices(tf.zeros((2, 2)), tf.constant([0, 2]), tf.constant([3, 2])),
+    ),
 ]
+
+
+def _expected(gradient) -> str:
+    """The status ``gradient_report`` gives one gradient: the reference answer."""
+    shape = (3, 2) if isinstance(gradient, tf.IndexedSlices) else getattr(gradient, "shape", ())
+    return gradient_report([gradient], [tf.Variable(tf.zeros(shape))]).statuses[0]
+
+
 STATUSES = ("none", "zero", "nonfinite", "ok")
 
 
@@ -32,7 +57,8 @@ def check_gradient_status(function) -> CheckResult:
     an infinity of either sign anywhere) or ``"ok"``."""
 
     def check(fn):
-        for label, gradient, expected in _CASES:
+        for label, gradient in _CASES:
+            expected = _expected(gradient)
             got = fn(gradient)
             if got not in STATUSES:
                 return (
@@ -45,14 +71,18 @@ def check_gradient_status(function) -> CheckResult:
                     False,
                     f"For a gradient that is {label} you returned {got!r}; expected {expected!r}.",
                 )
-        return True, "None, zero, NaN and both infinities are told apart; a tiny gradient is ok."
+        return True, (
+            "None, zero, NaN and both infinities are told apart; tiny, huge and sparse "
+            "gradients are read right."
+        )
 
     return run_check(
         "Exercise 0.1 (the status of one gradient)",
         function,
         check,
-        hint="There are four answers, and the order you test them in matters: "
-        "a missing gradient first, then any value that is not a finite number "
-        "(NaN, or an infinity of either sign), then all zeros. A tiny "
-        "gradient is still a healthy one.",
+        hint="There are four answers. Look at every value, not at a sum, a maximum or a "
+        "norm: a norm in float32 rounds a tiny gradient to 0 and overflows a huge one to "
+        "infinity. A gradient is zero only when every value equals 0 (a NaN does not), and "
+        "non-finite when any value is NaN or an infinity of either sign. A gradient of an "
+        "embedding comes as IndexedSlices: make it a tensor first.",
     )

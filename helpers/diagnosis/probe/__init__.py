@@ -6,10 +6,12 @@ Keras layer's output (``probe.mark_layers(model)``), then ``probe.locate(loss, s
 ``locate`` asks once for every source's gradient; each None source gets a cause
 (``helpers.diagnosis.why_none``), and each cut is found from the marks in the order they were made:
 from the last mark the source reaches and the loss does not, to the first later mark that
-does not depend on it (``.breaks``, ``.broken_between``, ``.plot()``). The module-level
+does not depend on it (``.breaks``, ``.broken_between``, ``.plot()``). ``locate``, ``report``
+and ``gradient`` share their answers, so no call changes what a later one says (a
+``tf.py_function``'s gradient can be computed only once). The module-level
 ``mark`` records into the probe that is recording and does nothing otherwise. Inside
 ``tf.function`` it works when the block, the marks and ``locate`` run in one trace.
-Parts: ``marks`` (what a mark is), ``exits`` (conversions to Python / NumPy),
+Parts: ``marks`` (what a mark is), ``exits`` (conversions to Python / NumPy, assignments),
 ``keras_marks`` (auto-marks), ``location`` (the verdict, its words and picture), ``locate``
 (the search).
 """
@@ -23,9 +25,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from helpers.diagnosis.probe.exits import noting_exits
+from helpers.diagnosis.probe.exits import Exit, noting_exits
 from helpers.diagnosis.probe.keras_marks import marking_layers
-from helpers.diagnosis.probe.locate import Gradients, Locator, aside, loss_note, source_names
+from helpers.diagnosis.probe.locate import Gradients, Locator, aside, loss_status, source_names
 from helpers.diagnosis.probe.location import Location, MarkResult
 from helpers.diagnosis.probe.marks import (
     LOSS,
@@ -44,6 +46,7 @@ from helpers.diagnosis.probe.marks import (
     watchable,
 )
 from helpers.diagnosis.report import GradientReport, gradient_report
+from helpers.diagnosis.why_none import is_variable
 
 _not_converted = tf.autograph.experimental.do_not_convert  # keep AutoGraph off the probe
 
@@ -61,14 +64,13 @@ class GradientProbe:
         )
         self._marks: list[Any] = []
         self._watched: set[Any] = set()  # refs of tensors watched through the probe
-        self._exits: list[tuple[str, Any, int]] = []  # conversions to Python / NumPy
+        self._exits: list[Exit] = []  # conversions to Python / NumPy, assignments
         self._state = "new"  # new -> recording -> done
         self._graph: Any = None
         self._eager, self._busy = True, False
         self._span: list[int | None] = [None, None]  # creation counter at enter and exit
         self._stack = contextlib.ExitStack()  # what the block opened, closed at exit
-        self._grads = Gradients()
-        self._last: tuple[Any, list[Any], list[Any]] = (None, [], [])  # locate's gradients
+        self._grads = Gradients()  # every gradient asked for, shared by locate/report/gradient
 
     @_not_converted
     def __enter__(self) -> GradientProbe:
@@ -89,9 +91,8 @@ class GradientProbe:
     @_not_converted
     def __exit__(self, *exc_info) -> None:
         self._stack.__exit__(*exc_info)
-        for m in reversed(self._marks):
-            if m.tape is not None:
-                m.tape.__exit__(*exc_info)
+        for tape in reversed(self._own_tapes()):
+            tape.__exit__(*exc_info)
         self._tape.__exit__(*exc_info)
         self._span[1] = _creation_order() if self._eager else None
         self._state = "done"
@@ -132,12 +133,33 @@ class GradientProbe:
 
     @_not_converted
     def gradient(self, target: Any, sources: Any, **kwargs: Any) -> Any:
-        """``tape.gradient(target, sources, ...)`` on the probe's tape."""
+        """``tape.gradient(target, sources, ...)`` on the probe's tape. Eagerly, each
+        gradient is computed once and shared with ``report`` and ``locate`` (an error is
+        raised again each time), so calling it does not change what they say."""
         require(self._state, "gradient", recording=False)
+        flat = keras.tree.flatten(sources)
+        zero = kwargs.pop("unconnected_gradients", None) in ("zero", tf.UnconnectedGradients.ZERO)
+        shared = (
+            self._eager
+            and not kwargs
+            and tf.is_tensor(target)
+            and bool(flat)
+            and all(tf.is_tensor(s) or is_variable(s) for s in flat)
+        )
+        if not shared:
+            if zero:
+                kwargs["unconnected_gradients"] = tf.UnconnectedGradients.ZERO
+            with _paused(self):
+                return self._tape.gradient(
+                    target, keras.tree.map_structure(watchable, sources), **kwargs
+                )
         with _paused(self):
-            return self._tape.gradient(
-                target, keras.tree.map_structure(watchable, sources), **kwargs
-            )
+            grads, _, raised = self._grads.answer(self._tape, target, flat, self._extra())
+        if raised is not None:
+            raise raised.with_traceback(None)
+        if zero:
+            grads = [tf.zeros_like(watchable(s)) if g is None else g for g, s in zip(grads, flat)]
+        return keras.tree.pack_sequence_as(sources, grads)
 
     @_not_converted
     def report(
@@ -145,13 +167,7 @@ class GradientProbe:
     ) -> GradientReport:
         """The gradient report (``helpers.diagnosis.report``) of ``loss`` for ``sources``."""
         sources = check_sources(sources)
-        last_loss, last_sources, grads = self._last
-        if (
-            loss is not last_loss
-            or len(sources) != len(last_sources)
-            or any(a is not b for a, b in zip(sources, last_sources))
-        ):
-            grads = self.gradient(loss, sources)  # else: locate() just computed them
+        grads = self.gradient(loss, sources)
         return gradient_report(grads, sources, source_names(self._marks, sources, names))
 
     @_not_converted
@@ -187,29 +203,52 @@ class GradientProbe:
         require(self._state, "locate", recording=False)
         sources = check_sources(sources)
         names = source_names(self._marks, sources, names)
-        note = loss_note(loss, self._eager, self._span)
-        usable = not note or "block" in note
+        status = loss_status(loss, self._eager, self._span)
+        usable = status[0] in ("", "before", "after")  # a float tensor
         if usable:
             check_same_trace("probe.locate(loss, ...)", self._eager, self._graph, loss)
         with _paused(self):
             locator = Locator(
-                self._tape, self._marks, self._watched, self._exits, self._eager, self._grads
+                self._tape,
+                self._marks,
+                self._watched,
+                self._exits,
+                self._eager,
+                self._grads,
+                self._extra(),
             )
-            where, grads, error = aside(
-                self._eager, lambda: locator.run(loss, sources, names, note, usable)
+            where, _, _ = aside(
+                self._eager, lambda: locator.run(loss, sources, names, status, usable)
             )
-        if usable and not error and self._eager:
-            self._last = (loss, sources, grads)
         return where
+
+    def _extra(self) -> list[Any]:
+        """What the first question about a target also asks for: the marks, and every
+        variable and tensor the tape watched (see ``locate.Gradients``)."""
+        marked = [m.value for m in self._marks if m.kind in ("float", "variable")]
+        watched = [ref.deref() for ref in self._watched]
+        return [*marked, *self._tape.watched_variables(), *watched]
+
+    def _own_tapes(self) -> list[tf.GradientTape]:
+        """The tapes the probe opened besides its own: the marks' and the assignments'."""
+        return [t for t in [*(m.tape for m in self._marks), *(e.tape for e in self._exits)] if t]
 
     def _elsewhere(self) -> bool:
         """The probe's own work, or a call in another trace (model.predict, a tf.function
         the block calls): auto-marks skip those."""
         return self._busy or not same_trace(self._eager, self._graph)
 
-    def _note_exit(self, label: str, tensor: Any) -> None:
-        if not self._busy and self.recording:
-            self._exits.append((label, tensor, len(self._marks)))
+    def _note_exit(self, label: str, value: Any, variable: Any = None) -> None:
+        """A conversion (``value``: the tensor or variable converted) or an assignment
+        (``value`` written into ``variable``, watched from now on by a tape of its own)."""
+        if self._busy or not self.recording or self._elsewhere():
+            return
+        tape = None
+        if variable is not None:
+            tape = tf.GradientTape(persistent=True, watch_accessed_variables=False)
+            tape.__enter__()
+            tape.watch(watchable(variable))
+        self._exits.append(Exit(label, value, len(self._marks), variable, tape))
 
 
 @contextlib.contextmanager
@@ -217,7 +256,7 @@ def _paused(probe: GradientProbe) -> Iterator[None]:
     """Keep the probe's own gradient computations off every tape and out of the marks."""
     with contextlib.ExitStack() as stack:
         if probe.recording:
-            for tape in [probe.tape, *(m.tape for m in probe._marks if m.tape)]:
+            for tape in [probe.tape, *probe._own_tapes()]:
                 stack.enter_context(tape.stop_recording())
         probe._busy = True
         stack.callback(setattr, probe, "_busy", False)

@@ -39,8 +39,9 @@ class Location:
     """The verdict of ``GradientProbe.locate``; prints as an explanation and a table.
 
     ``breaks``: every ``(start, end)`` pair around a cut, in forward order (``VARIABLES``
-    when the sources reach no mark, ``LOSS`` when nothing after the start reaches the loss).
-    ``broken_between``: the first break or None. ``intact``: no source's gradient is None,
+    when variables reach no mark, a tensor source's own name when it reaches none, ``LOSS``
+    when nothing after the start reaches the loss). ``broken_between``: the first break or
+    None; it names the same two points as the text. ``intact``: no source's gradient is None,
     so it always agrees with the gradient report. ``causes``: the cause of each None source.
     ``plot()`` draws the path.
     """
@@ -54,7 +55,7 @@ class Location:
     details: dict[tuple[str, str], list[str]]
     loss_note: str = ""
     traced: bool = False
-    starts: dict[tuple[str, str], str] = field(default_factory=dict)  # tensor sources, named
+    starts: dict[tuple[str, str], str] = field(default_factory=dict)  # breaks from a tensor
 
     @property
     def broken_between(self) -> tuple[str, str] | None:
@@ -107,22 +108,20 @@ class Location:
                     (0, f"{number}. between {self._start((start, end))} and {point(end)}.")
                 )
             lines.extend((1, line) for line in self.details.get((start, end), []))
-            named = self.starts.get((start, end), "")
-            verb_ = "are" if "," in named else "is"
             where = (
-                point(start)
-                if start != VARIABLES
-                else f"where {named} {verb_} used"
-                if named
+                f"where {point(start)} is used"
+                if (start, end) in self.starts
                 else "where the variables are used"
+                if start == VARIABLES
+                else point(start)
             )
             lines.append((1, f"Look at the code between {where} and {point(end)}."))
         lines.extend((0, f"Note: {note}") for note in self.notes)
         return lines
 
     def _start(self, pair: tuple[str, str]) -> str:
-        """The start of a break in words; tensor sources by their names, not "the variables"."""
-        return self.starts.get(pair, point(pair[0]))
+        """The start of a break in words: a mark, a tensor source, or "the variables"."""
+        return point(pair[0])
 
     def table_rows(self) -> list[tuple[str, str, str, str]]:
         total = len(self.variable_names)
@@ -189,7 +188,7 @@ class Location:
             reaches,
             [m.loss_reaches for m in self.marks],
             list(self.loss_reaches_variables),
-            self.breaks,
+            [(VARIABLES if pair in self.starts else pair[0], pair[1]) for pair in self.breaks],
             passes_no_gradient=[m.kind in NO_GRADIENT_KINDS for m in self.marks],
             start=VARIABLES,
             end=LOSS,
@@ -241,9 +240,9 @@ def quoted(names: Sequence[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def some(names: Sequence[str]) -> str:
+def some(names: Sequence[str], noun: str = "sources") -> str:
     """Up to three names, or how many and the first two."""
-    return quoted(names) if len(names) <= 3 else f"{len(names)} sources ({quoted(names[:2])}, ...)"
+    return quoted(names) if len(names) <= 3 else f"{len(names)} {noun} ({quoted(names[:2])}, ...)"
 
 
 def verb(names: Sequence[str], one: str, many: str) -> str:
@@ -261,68 +260,275 @@ CAUSE_TEXT = {
     "integer": "an integer dtype: integers have no gradient (ask for the float tensor they "
     "index, e.g. the embeddings).",
 }
+UNSEEN = (  # a cut the probe saw nothing of, at a value nothing recorded before reaches
+    "The probe saw no conversion here: unless a tf.stop_gradient, a rounding, a cast to an "
+    "integer, a constant or a custom gradient lies there, the computation likely left "
+    "TensorFlow (a NumPy/SciPy call?)."
+)
+LossKind = Literal["", "integer", "numpy", "python", "before", "after"]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the words of a verdict draw on besides the marks' results.
+
+    ``causes``: of the None sources. ``exits``: where a source left the tape (a conversion,
+    an assignment, or the mark made right after it); ``exit_kinds``: what each is, a method
+    (``conversion``: float(), .numpy()), a library ``call`` (np.asarray(), lfilter()) or an
+    ``assignment``. ``aliases``: the marks that are a source itself (mark -> source).
+    ``loss_kind``, ``loss_note``, ``loss_subject``: what the loss is ("The loss is a Python
+    float, not a tensor"). ``main_error``: what ``tape.gradient(loss, sources)`` raised.
+    ``anew``: the ends of breaks that nothing recorded before them reaches (made from a
+    constant, a NumPy array, or behind a cut): where a conversion the probe could not see
+    may lie."""
+
+    causes: dict[str, Cause]
+    results: list[MarkResult]
+    exits: dict[str, str] = field(default_factory=dict)
+    exit_kinds: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    loss_kind: LossKind = ""
+    loss_note: str = ""
+    loss_subject: str = ""
+    main_error: str = ""
+    anew: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Said:
+    """What one break has to say, by cause (each cause is said in one line)."""
+
+    integer_sources: list[str]
+    integer_marks: list[MarkResult]
+    left: dict[str, str]  # source -> where it left TensorFlow
+    out_marks: list[MarkResult]  # NumPy / Python marks
+    assigned: dict[str, str]  # source -> the assignment it went through
+    variable_marks: list[MarkResult]
+    errors: list[str]
+
+    def explains(self) -> bool:
+        """Does something the probe saw explain the cut (a source's own cause aside)?"""
+        found = (self.integer_marks, self.left, self.out_marks, self.assigned)
+        return any((*found, self.variable_marks, self.errors))
+
+
+def said(
+    pair: tuple[str, str], sources: list[str], facts: Facts, *, from_source: bool = False
+) -> _Said:
+    """What lies in one break: its sources' causes and exits, and the marks from its start
+    to its end (from the first mark when it starts at the sources)."""
+    start, end = pair
+    names = [r.name for r in facts.results]
+    first = names.index(start) if start in names and not from_source else 0
+    last = names.index(end) + 1 if end in names else len(names)
+    marks = facts.results[first:last]
+    integer = [s for s in sources if facts.causes[s] == "integer"]
+    exits = {s: facts.exits[s] for s in sources if s in facts.exits}
+    assigned = {s: label for s, label in exits.items() if _assignment(label, facts)}
+    return _Said(
+        integer,
+        [
+            r
+            for r in marks  # not the integer source itself, marked
+            if r.kind == "integer"
+            and r.name not in integer
+            and facts.aliases.get(r.name) not in integer
+        ],
+        {s: label for s, label in exits.items() if s not in assigned},
+        [r for r in marks if r.kind in ("numpy", "python")],
+        assigned,
+        [r for r in marks if r.kind == "variable"],
+        list(dict.fromkeys(e for r in marks for e in r.errors)),
+    )
+
+
+def _assignment(label: str, facts: Facts) -> bool:
+    return facts.exit_kinds.get(label) == "assignment"
 
 
 def break_lines(
     pair: tuple[str, str],
     sources: list[str],
-    causes: dict[str, Cause],
-    results: list[MarkResult],
-    loss_note: str,
-    exits: dict[str, str],
+    facts: Facts,
+    *,
+    from_source: bool = False,
+    with_loss: bool = False,
+    with_error: bool = False,
 ) -> list[str]:
     """What explains one break: the causes of its sources, what the marks around it show.
-    ``exits``: for a source that left TensorFlow as a Python / NumPy number, where."""
-    start, end = pair
+    One line per cause. ``from_source``: the break starts at a tensor source (its name);
+    ``with_loss`` / ``with_error``: this break says what the loss is / what
+    ``tape.gradient(loss, sources)`` itself raised."""
+    found = said(pair, sources, facts, from_source=from_source)
+    loss_int = with_loss and facts.loss_kind == "integer"
+    loss_out = with_loss and facts.loss_kind in ("numpy", "python")
     lines = []
-    for cause in ("unread", "unwatched", "integer"):
-        which = [s for s in sources if causes[s] == cause]
+    for cause in ("unread", "unwatched"):
+        which = [s for s in sources if facts.causes[s] == cause]
         if which:
             lines.append(f"{some(which)}: {CAUSE_TEXT[cause]}")
-    left = [s for s in sources if s in exits]
-    for label in dict.fromkeys(exits[s] for s in left):
-        which = [s for s in left if exits[s] == label]
+    if found.integer_sources:
+        lines.append(_integer_line(found, loss_int, facts))
+    if found.left:
+        lines.append(_left_line(found, loss_out, facts))
+    if found.assigned and not found.variable_marks:
+        lines.append(_assigned_line(found))
+    lines += _cut_lines(pair, sources, facts, from_source)
+    if found.integer_marks and not found.integer_sources:
+        lines.append(_integer_line(found, loss_int, facts))
+    if found.out_marks and not found.left:
+        lines.append(_left_line(found, loss_out, facts))
+    if found.variable_marks:
+        lines.append(_assigned_line(found))
+    for error in found.errors:  # the same error as tape.gradient(loss, sources): said once
+        also = ", so tape.gradient(loss, sources) itself raises"
+        also = also if with_error and error == facts.main_error else ""
         lines.append(
-            f"{some(which)} {verb(which, 'leaves', 'leave')} TensorFlow at {point(label)} "
-            "inside the block: a Python or NumPy number carries no gradient. Keep "
-            "it a tensor (drop float() / int() / .numpy())."
+            f"An op between these marks has no usable gradient: tape.gradient raises {error}{also}."
         )
-    cut = [s for s in sources if causes[s] == "cut" and s not in exits]
-    if start == VARIABLES and cut:
-        lines.append(
-            f"{some(cut)} {verb(cut, 'reaches', 'reach')} no mark: the path "
-            f"breaks before {point(end)}."
-        )
-    elif start != VARIABLES:
-        lines.append(
-            f"{some(cut or sources)} {verb(cut or sources, 'reaches', 'reach')} "
-            f"{start!r}; the loss does not reach it."
-        )
-        end_result = next((r for r in results if r.name == end), None)
-        start_result = next(r for r in results if r.name == start)
-        if start_result.loss_gradient == "error":
-            pass  # the path is there, but its gradient raises: said below
-        elif end_result is None:
-            lines.append(f"The loss reaches no mark that depends on {start!r}.")
-        else:
-            lines.append(
-                f"{end!r} does not depend on {start!r} through the tape"
-                + ("; the loss reaches it." if end_result.loss_reaches else ".")
-            )
-    names = [r.name for r in results]
-    first = names.index(start) if start in names else 0
-    last = names.index(end) + 1 if end in names else len(names)
-    errors = dict.fromkeys(e for r in results[first:last] for e in r.errors)
-    lines += [
-        f"{r.name!r} is {r.note}" for r in results[first:last] if r.note and r.kind != "float"
-    ]
-    lines += [
-        f"An op between these marks has no usable gradient: tape.gradient raises {e}."
-        for e in errors
-    ]
-    if end == LOSS and loss_note:
-        lines.append(loss_note)
+    if with_error and facts.main_error not in found.errors:
+        lines.append(main_error_note(facts.main_error))
+    cut = [s for s in sources if facts.causes[s] == "cut" and s not in facts.exits]
+    by_loss = bool(facts.loss_kind) and (with_loss or pair[1] == LOSS)  # what the loss is
+    unseen = pair[1] in facts.anew and not found.explains()
+    if cut and unseen and not by_loss and not with_error:
+        lines.append(UNSEEN)
+    if with_loss and not (found.integer_sources or found.integer_marks) and loss_int:
+        lines.append(facts.loss_note)
+    if with_loss and not (found.left or found.out_marks) and loss_out:
+        lines.append(facts.loss_note)
+    if with_loss and facts.loss_kind in ("before", "after"):
+        lines.append(facts.loss_note)
     return lines
+
+
+def main_error_note(error: str) -> str:
+    return f"tape.gradient(loss, sources) itself raises {error}."
+
+
+def _cut_lines(
+    pair: tuple[str, str], sources: list[str], facts: Facts, from_source: bool
+) -> list[str]:
+    """Where the cut sources go, and what the marks at both ends show."""
+    start, end = pair
+    results = facts.results
+    cut = [s for s in sources if facts.causes[s] == "cut" and s not in facts.exits]
+    if start == VARIABLES or from_source:
+        if not cut:
+            return []
+        reach = verb(cut, "reaches", "reach")
+        return [f"{some(cut)} {reach} no mark: the path breaks before {point(end)}."]
+    lines = [
+        f"{some(cut or sources)} {verb(cut or sources, 'reaches', 'reach')} "
+        f"{start!r}; the loss does not reach it."
+    ]
+    end_result = next((r for r in results if r.name == end), None)
+    start_result = next(r for r in results if r.name == start)
+    if start_result.loss_gradient == "error":
+        pass  # the path is there, but its gradient raises: said below
+    elif end_result is None:
+        lines.append(f"The loss reaches no mark that depends on {start!r}.")
+    else:
+        lines.append(
+            f"{end!r} does not depend on {start!r} through the tape"
+            + ("; the loss reaches it." if end_result.loss_reaches else ".")
+        )
+    return lines
+
+
+def _integer_line(found: _Said, loss_int: bool, facts: Facts) -> str:
+    """Integer sources, integer marks, an integer loss: one line."""
+    others = [repr(r.name) for r in found.integer_marks] + (["the loss"] if loss_int else [])
+    if found.integer_sources:
+        line = f"{some(found.integer_sources)}: {CAUSE_TEXT['integer']}"
+        if not others:
+            return line
+        also = f"{_and(others)} {verb(others, 'is', 'are')} integer too."
+        return f"{line} {also[0].upper()}{also[1:]}"
+    if len(others) == 1 and not loss_int:
+        return f"{found.integer_marks[0].name!r} is {found.integer_marks[0].note}"
+    if not found.integer_marks:
+        return facts.loss_note
+    dtypes = " / ".join(dict.fromkeys(r.dtype for r in found.integer_marks))
+    return (
+        f"{_and(others)} are {dtypes} tensors: integers, booleans and strings carry no "
+        "gradient (round, argmax, a cast to int?)."
+    )
+
+
+def _left_line(found: _Said, loss_out: bool, facts: Facts) -> str:
+    """Conversions to Python / NumPy, NumPy and Python marks, a NumPy / Python loss: one
+    line."""
+    lead = f"{facts.loss_subject}, and " if loss_out else ""
+    marks = found.out_marks
+    if found.left:
+        by_label: dict[str, list[str]] = {}
+        for source, label in found.left.items():
+            by_label.setdefault(label, []).append(source)
+        where = "; ".join(
+            f"{some(which)} {verb(which, 'leaves', 'leave')} TensorFlow at {point(label)}"
+            for label, which in by_label.items()
+        )
+        call = any(facts.exit_kinds.get(label) == "call" for label in by_label)
+        return (
+            f"{lead}{where} inside the block: "
+            + (f"{_kinds(marks)}, and " if marks else "")
+            + "a Python or NumPy number carries no gradient. Keep it a tensor "
+            + (
+                "(TensorFlow ops, not NumPy, SciPy, librosa or model.predict)."
+                if call
+                else "(drop float() / int() / .numpy())."
+            )
+        )
+    if not marks:
+        return facts.loss_note
+    if len(marks) == 1:
+        return f"{lead}{marks[0].name!r} is {marks[0].note}"
+    return f"{lead}{_kinds(marks)}: {marks[0].note.partition(': ')[2]}"
+
+
+def _assigned_line(found: _Said) -> str:
+    """Values assigned to variables, variable marks: one line."""
+    marks = found.variable_marks
+    if len(marks) == 1:
+        return f"{marks[0].name!r} is {marks[0].note}"
+    if marks:
+        return (
+            f"{some([r.name for r in marks], 'marks')} are variables: the tape sees reads of "
+            "them, never how their values were computed (assign / assign_add cut the path). "
+            "Mark the tensors you assign instead."
+        )
+    by_label: dict[str, list[str]] = {}
+    for source, label in found.assigned.items():
+        by_label.setdefault(label, []).append(source)
+    where = "; ".join(
+        f"{some(which)} {verb(which, 'reaches', 'reach')} the loss only through {point(label)}"
+        for label, which in by_label.items()
+    )
+    return (
+        f"{where} inside the block: the tape sees reads of a variable, never how its value "
+        "was computed (assign / assign_add cut the path). Use the tensor you assign instead."
+    )
+
+
+def _kinds(marks: list[MarkResult]) -> str:
+    """Which marks are NumPy arrays and which Python numbers, in words."""
+    parts = []
+    for kind, one, many in (
+        ("numpy", "a NumPy array", "NumPy arrays"),
+        ("python", "a Python number", "Python numbers"),
+    ):
+        which = [r.name for r in marks if r.kind == kind]
+        if which:
+            parts.append(f"{some(which, 'marks')} {verb(which, 'is ' + one, 'are ' + many)}")
+    return " and ".join(parts)
+
+
+def _and(items: list[str]) -> str:
+    """The items joined by commas and "and"; more than three: how many and the first two."""
+    if len(items) > 3:
+        return f"{len(items)} of them ({', '.join(items[:2])}, ...)"
+    return " and ".join([", ".join(items[:-1]), items[-1]]) if len(items) > 1 else items[0]
 
 
 def notes(
@@ -331,13 +537,14 @@ def notes(
     reached: list[bool],
     causes: dict[str, Cause],
     loss_note: str,
-    breaks: list[tuple[str, str]],
     traced: bool,
     once: Sequence[str] = (),
 ) -> list[str]:
-    """The notes under the verdict; each is printed only when what it says is true."""
+    """The notes under the verdict; each is printed only when what it says is true.
+    ``loss_note``: what the loss is (or what tape.gradient(loss, sources) itself raised),
+    when no break says it."""
     found = []
-    if loss_note and not any(end == LOSS for _, end in breaks):
+    if loss_note:
         found.append(loss_note)
     frozen = [n for n, c in causes.items() if c == "untrainable"]
     if frozen:
