@@ -506,6 +506,16 @@ def stream_denoise(step_model, chunks):
             state = end_state
     return tf.concat(outputs, axis=1)
 """,
+        "returns the last chunk's outputs only": """
+from helpers.recurrence import unroll
+
+
+def stream_denoise(step_model, chunks):
+    state = None
+    for chunk in chunks:
+        outputs, state = unroll(step_model, chunk, state)
+    return outputs
+""",
         "a stateful keras.layers.RNN (the state in a variable)": """
 import keras
 import tensorflow as tf
@@ -552,6 +562,18 @@ def stream_denoise(step_model, chunks):
             "return not all(float(tf.reduce_max(tf.abs(g))) == 0 for g in grads)",
         ),
         "returns True without applying": _skip_step("return any(g is not None for g in grads)"),
+        "skips when the loss is exactly 0.0": _skip_step(
+            "if float(loss) == 0.0:",
+            "    return False",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True",
+        ),
+        "skips when the list of gradients is empty": _skip_step(
+            "if not grads:",
+            "    return False",
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True",
+        ),
         "decides from the labels: no voiced frame, no step": _skip_step(
             "if not any(int(v) == 1 for v in example.labels.voicing):",
             "    return False",
@@ -642,6 +664,22 @@ def masked_log_distance(reference_mag, estimate_mag, mask):
                  - tf.math.log(tf.where(rows, reference_mag, 1.0)))
     per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
     return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.reduce_sum(tf.cast(mask, tf.float32))
+""",
+        "divides by every frame, not the selected ones": _double_where(
+            "n = tf.cast(tf.size(mask), tf.float32)",
+            "return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / n",
+        ),
+        "the absolute log ratio, not its square": """
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    rows = mask[:, None]
+    log_ratio = (tf.math.log(tf.where(rows, estimate_mag, 1.0))
+                 - tf.math.log(tf.where(rows, reference_mag, 1.0)))
+    per_frame = tf.reduce_mean(tf.abs(log_ratio), axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
 """,
         "multiplies by a 0/1 mask": """
 import tensorflow as tf
@@ -746,6 +784,13 @@ def rule_effect(known, with_rule, without_rule):
     agreed_before = changed & (without_rule.silent == known.silent)
     return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
 """,
+        "'agreed before' also counts frames that agree after": """
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (with_rule.voicing == known.voicing)
+    before = changed & ((without_rule.voicing == known.voicing) | now_agree)
+    return int(changed.sum()), int(now_agree.sum()), int(before.sum())
+""",
         "a list of numpy integers, not a tuple": """
 def rule_effect(known, with_rule, without_rule):
     changed = with_rule.voicing != without_rule.voicing
@@ -786,6 +831,15 @@ from helpers.audio import frame
 def silence_term(reference, estimate, labels):
     frames = tf.boolean_mask(frame(estimate), labels.silent)
     return tf.reduce_max(tf.reduce_mean(tf.square(frames), axis=-1))
+""",
+        "the mean of the silent samples, not of their size": """
+import tensorflow as tf
+
+from helpers.audio import frame
+
+
+def silence_term(reference, estimate, labels):
+    return tf.reduce_mean(tf.boolean_mask(frame(estimate), labels.silent))
 """,
         "computed through NumPy": """
 import numpy as np
@@ -1124,6 +1178,8 @@ MASKED_LOG_DISTANCE_FAULTS = {
     "double where, but 0 / 0 without frames": "the average is 0 / 0",
     "one where and an epsilon in the log": "changes the distance of quiet frames",
     "multiplies by a 0/1 mask": "0 x inf = NaN",
+    "divides by every frame, not the selected ones": "the value is 0.51119; expected 1.0224",
+    "the absolute log ratio, not its square": "the value is 0.79251; expected 0.90875",
     "a detached distance reconnected by 0 x the estimate": "selected frames is zero",
     "an eager-only Python if on the mask": "inside tf.function: your code raised",
 }
@@ -1256,11 +1312,13 @@ REASONS: dict[str, dict[str, str]] = {
         "a stateful keras.layers.RNN (the state in a variable)": "carries values between calls",
         "carries the state through NumPy": "no gradient with respect to the first chunk",
         "each chunk starts from zeros": "differ from one full unroll",
+        "returns the last chunk's outputs only": "expected (1, 10, 16)",
         "keeps the first chunk's end state for every later chunk": "differ from one full unroll",
     },
     "helpers.exercises.capstone:check_silence_term": {
         "the loudest silent sample (a maximum)": "a maximum (or any pick of a few values)",
         "the loudest silent frame (a maximum of frame powers)": "a maximum",
+        "the mean of the silent samples, not of their size": "an average over no frames",
     },
     "helpers.exercises.diagnosis:check_find_the_cut": {
         "fixed by adding 0 x the gate's output": "gradients are zero",
@@ -1272,10 +1330,13 @@ REASONS: dict[str, dict[str, str]] = {
     "helpers.exercises.labels:check_rule_effect": {
         "a changed frame is one either measurement gets wrong": "agree with each other",
         "a list of numpy integers, not a tuple": "Expected a tuple of three integers",
+        "'agreed before' also counts frames that agree after": "expected (2, 1, 1), got (2, 1, 2)",
         "counts every agreeing frame, not only the changed ones": "expected (2, 1, 1)",
     },
     "helpers.exercises.voicing_loss:check_train_step_or_skip": {
         "decides from the labels: no voiced frame, no step": "an unvoiced clip with no voiced",
+        "skips when the loss is exactly 0.0": "No gradients provided for any variable",
+        "skips when the list of gradients is empty": "No gradients provided for any variable",
         "skips when any gradient is None": "a variable no loss uses",
         "looks at the first gradient only": "a variable no loss uses",
         "decides from the loss value (a threshold)": "about 140 dB down",
