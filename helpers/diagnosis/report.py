@@ -205,7 +205,7 @@ def _hint(status: Status, source: Any, every_none: bool) -> str:
     if status == "none":
         return HINTS[why_none(source, every_none=every_none)]
     return {
-        "zero": "zeros: tf.sign, a NumPy py_function, a tf.cond in tf.function?",
+        "zero": "zeros: a dead ReLU, tf.sign, a NumPy py_function, a tf.cond in tf.function?",
         "nonfinite": "NaN/inf: log, sqrt or 1/x of 0, even in a tf.where branch?",
     }.get(status, "")
 
