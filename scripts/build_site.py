@@ -36,10 +36,36 @@ def landing_page(readme: str, chapters: list[str]) -> str:
     return text.rstrip() + "\n" + toctree
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def lab_outputs(notebook: dict, model_id: str) -> list[dict]:
+    """What the Output widgets inside a stored widget held (a lab's table and figure): the
+    site shows them under the lab's text fallback, as the widget showed them."""
+    state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    found, todo, seen = [], [model_id], set()
+    while todo:
+        model = state.get(todo.pop(0), {})
+        if id(model) in seen:
+            continue
+        seen.add(id(model))
+        if model.get("model_name") == "OutputModel":
+            found += model.get("state", {}).get("outputs", [])
+        children = model.get("state", {}).get("children", [])
+        todo += [child.removeprefix("IPY_MODEL_") for child in children]
+    return found
+
+
 def staged_notebook(notebook: dict) -> dict:
-    """The notebook with its proof cells collapsed on the page (tag ``hide-input``), and its
-    HTML anchors (``<a id="x"></a>``) as MyST targets, so ``[...](#x)`` links resolve."""
+    """The notebook with its proof cells collapsed on the page (tag ``hide-input``), its
+    HTML anchors (``<a id="x"></a>``) as MyST targets, so ``[...](#x)`` links resolve, and each
+    lab's stored table and figure under its text fallback."""
     for cell in notebook["cells"]:
+        for output in list(cell.get("outputs", [])):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view:
+                cell["outputs"] += lab_outputs(notebook, view["model_id"])
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             cell["source"] = ANCHOR.sub(r"(\1)=", source)

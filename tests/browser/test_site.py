@@ -80,9 +80,21 @@ def test_every_page_loads_with_its_images_and_no_console_error(site, reader, nam
 
 
 def _stored_figures(name: str) -> int:
+    """The figures a notebook stores: in its cells' outputs, and in each lab's widget state."""
     notebook = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
-    return sum("image/png" in output.get("data", {}) for cell in notebook["cells"]
-               for output in cell.get("outputs", []))  # fmt: skip
+    return sum(
+        "image/png" in output.get("data", {})
+        for cell in notebook["cells"]
+        for output in cell.get("outputs", [])
+        + [
+            lab
+            for o in cell.get("outputs", [])
+            if build_site.WIDGET_VIEW in o.get("data", {})
+            for lab in build_site.lab_outputs(
+                notebook, o["data"][build_site.WIDGET_VIEW]["model_id"]
+            )
+        ]
+    )
 
 
 def test_every_internal_link_resolves(site, reader):
@@ -150,6 +162,12 @@ def test_search_finds_the_field_guide(site, reader):
 def test_the_lab_shows_its_stored_fallback_and_says_to_run_it(site, reader):
     _open(reader, f"{site}06_capstone.html")
     assert "Run this cell to get the interactive gradient lab" in reader.content()
+    labs = reader.locator("div.cell", has_text="Run this cell to get the interactive gradient lab")
+    assert labs.count() == 2
+    for index in range(2):  # each lab's table and figure, as its widget last showed them
+        lab = labs.nth(index)
+        assert lab.locator("table.gradient-clinic-table").count() == 1
+        assert lab.locator("div.cell_output img").count() == 1
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
