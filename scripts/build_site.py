@@ -44,12 +44,9 @@ def lab_outputs(notebook: dict, model_id: str) -> list[dict]:
     """What the Output widgets inside a stored widget held (a lab's table and figure): the
     site shows them under the lab's text fallback, as the widget showed them."""
     state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    found, todo, seen = [], [model_id], set()
-    while todo:
+    found, todo = [], [model_id]
+    while todo:  # a widget tree: each model appears once
         model = state.get(todo.pop(0), {})
-        if id(model) in seen:
-            continue
-        seen.add(id(model))
         if model.get("model_name") == "OutputModel":
             found += model.get("state", {}).get("outputs", [])
         children = model.get("state", {}).get("children", [])

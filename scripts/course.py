@@ -197,11 +197,12 @@ def setup(lock: Path) -> None:
         sys.exit("Stopped: fix the problem above first (./course.sh doctor shows every check).")
 
 
-def run(*command: str | Path, env: dict[str, str] | None = None) -> int:
+def run(*command: str | Path, env: dict[str, str] | None = None, stdin: str | None = None) -> int:
     """Run a command from the environment (its bin/ first on PATH); its exit status."""
     environment = {**os.environ, **(env or {})}
     environment["PATH"] = f"{VENV / 'bin'}{os.pathsep}{environment.get('PATH', '')}"
-    return subprocess.run([str(part) for part in command], cwd=ROOT, env=environment).returncode
+    command = [str(part) for part in command]
+    return subprocess.run(command, cwd=ROOT, env=environment, input=stdin, text=True).returncode
 
 
 def lint() -> int:
@@ -293,13 +294,9 @@ def lock() -> int:
         "pyproject.toml",
         "-",
     ]  # "-": the pip pin
-    environment = {**os.environ, "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     for extra in ([], ["--extra", "dev", "-c", COURSE_LOCK.name]):
         output = DEV_LOCK if extra else COURSE_LOCK
-        status = subprocess.run(
-            [*compile_, *extra, "-o", output.name], cwd=ROOT, input=PIP, text=True, env=environment
-        ).returncode
-        if status:
+        if status := run(*compile_, *extra, "-o", output.name, stdin=PIP):
             return status
     return 0
 

@@ -68,8 +68,9 @@ def _moved(before: list[np.ndarray], model: keras.Model) -> float:
     return float(max(np.max(np.abs(a - b)) for a, b in zip(snapshot(model), before)))
 
 
-def _step_fault(fn, model, optimizer, example, expect_step, quiet, unvoiced) -> str | None:
-    """What is wrong with one call of the learner's step, or None."""
+def _step_fault(fn, model, optimizer, example, why: str | None) -> str | None:
+    """What is wrong with one call of the learner's step, or None. ``why`` says why this call
+    must be a step (None: it must be skipped)."""
     before = snapshot(model)
     iterations = int(optimizer.iterations)
     with warnings.catch_warnings():  # Keras names the unused head's None gradient: expected
@@ -77,42 +78,31 @@ def _step_fault(fn, model, optimizer, example, expect_step, quiet, unvoiced) -> 
         applied = fn(model, optimizer, example)
     moved = _moved(before, model)
     stepped = int(optimizer.iterations) - iterations
-    unused = model.name == "with_unused_head"
     if not isinstance(applied, (bool, np.bool_)):
         return f"On {example.name} you returned {applied!r}; expected True or False."
-    if example is quiet and not (applied and stepped == 1):
+    if why is not None and not (applied and stepped == 1):
         return (
-            f"On {example.name}, a voiced clip about 140 dB down, you returned {applied} and "
-            f"the optimizer took {stepped} step(s); expected one step and True. Its loss is "
-            "exactly the silent file's, yet every variable has a gradient: decide from the "
-            "gradients, not from the loss value."
+            f"{why}, you returned {applied} and the optimizer took {stepped} step(s); "
+            "expected one step and True."
         )
-    if example is unvoiced and not (applied and stepped == 1 and moved > 0):
-        return (
-            f"On {example.name}, an unvoiced clip with no voiced frame, you returned "
-            f"{applied} and the optimizer took {stepped} step(s); expected one step and True. "
-            "Its loss is not constant and every variable has a gradient: decide from the "
-            "gradients, not from the labels."
-        )
-    if unused and expect_step and not (applied and stepped == 1 and moved > 0):
-        return (
-            f"With a model that has a variable no loss uses (its gradient is always None), "
-            f"on the voiced clip you returned {applied} and the optimizer took {stepped} "
-            "step(s); expected one step and True: skip only when every gradient is None, "
-            "not when one is."
-        )
-    if expect_step and not (applied and stepped == 1 and moved > 0):
-        return (
-            f"On the voiced clip {example.name} you returned {applied} and the optimizer "
-            f"took {stepped} step(s); expected one step and True."
-        )
-    if not expect_step and (applied or stepped or moved):
+    if why is None and (applied or stepped or moved):
         return (
             f"On the silent clip {example.name} you returned {applied}, the optimizer took "
             f"{stepped} step(s) and the weights moved by up to {moved:.2g}; expected False, "
             "no step and no movement (also right after a voiced step, when Adam has momentum)."
         )
     return None
+
+
+_QUIET = (
+    "Its loss is exactly the silent file's, yet every variable has a gradient: decide from the "
+    "gradients, not from the loss value"
+)
+_UNVOICED = (
+    "Its loss is not constant and every variable has a gradient: decide from the gradients, "
+    "not from the labels"
+)
+_UNUSED = "its gradient is always None: skip only when every gradient is None, not when one is"
 
 
 def check_train_step_or_skip(function) -> CheckResult:
@@ -128,14 +118,24 @@ def check_train_step_or_skip(function) -> CheckResult:
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
         # the quiet clip first: its loss equals the silent file's only while the model's
         # output bias is still zero, as it is before the first voiced step
-        plan = [(model, optimizer, quiet, True), (model, optimizer, silent, False),
-                (model, optimizer, voiced, True), (model, optimizer, silent, False),
-                (model, optimizer, unvoiced, True)]  # fmt: skip
+        quiet_why = f"On {quiet.name}, a voiced clip about 140 dB down ({_QUIET})"
+        unused_why = f"With a model whose variable no loss uses ({_UNUSED}), on the voiced clip"
+        plan = [
+            (model, optimizer, quiet, quiet_why),
+            (model, optimizer, silent, None),
+            (model, optimizer, voiced, f"On the voiced clip {voiced.name}"),
+            (model, optimizer, silent, None),
+            (model, optimizer, unvoiced, f"On {unvoiced.name}, an unvoiced clip with no voiced "
+                                         f"frame ({_UNVOICED})"),
+        ]  # fmt: skip
         headed = _with_unused_head(make_conv_denoiser(seed=8))
         head_optimizer = keras.optimizers.Adam(learning_rate=1e-3)
-        plan += [(headed, head_optimizer, voiced, True), (headed, head_optimizer, silent, False)]
-        for model, optimizer, example, expect_step in plan:
-            fault = _step_fault(fn, model, optimizer, example, expect_step, quiet, unvoiced)
+        plan += [
+            (headed, head_optimizer, voiced, unused_why),
+            (headed, head_optimizer, silent, None),
+        ]  # fmt: skip
+        for model, optimizer, example, why in plan:
+            fault = _step_fault(fn, model, optimizer, example, why)
             if fault:
                 return False, fault
         return True, (
