@@ -2,6 +2,7 @@
 
     minutes = prose words / WORDS_PER_MINUTE          (200: reading prose)
             + visible code lines x SECONDS_PER_CODE_LINE   (6 s: reading a line of code)
+            + Predict prompts x PREDICT_MINUTES       (1: deciding before each run)
             + RUN_MINUTES                             (running it)
             + each exercise's minutes, as INSTRUCTORS.md gives them
 
@@ -13,6 +14,8 @@
   covers, and except *proof cells* (tag ``proof``, source collapsed): a learner does not read
   them, so they count 0. Outputs are not counted: reading a gradient report is part of
   reading the prose around it.
+* A Predict prompt is a Markdown cell with ``**Predict`` in it: a minute to think before the
+  run, which reading speed leaves out.
 * The run time is a constant, not a measurement: every notebook runs in well under a minute
   on two cores (README), so one minute is an upper bound.
 * An exercise takes the minutes its bullet in INSTRUCTORS.md gives it
@@ -24,14 +27,15 @@ than the minutes do:
 
 * ``visible_code_lines``: every non-blank, non-comment line of every code cell except proof
   cells, the exercises' starting code and checker calls included;
-* ``prose_words``: every run of word characters (``\\w+``) in the Markdown source, tables,
-  tags and the text inside ``<details>`` included.
+* ``prose_words``: every run of word characters (``\\w+``) in the Markdown source, tables
+  and the text inside ``<details>`` included, HTML tags and the folds' ``<summary>`` labels
+  left out.
 
 ``python scripts/notebook_minutes.py`` prints, per notebook, the visible code lines, the prose
 words, the ``assert`` lines outside proof and lesson-assert cells, the minutes, and the
-README's figure; ``scripts/lint_course.py`` reports a README course-map row or a notebook's
-own "Time" line more than 30 % off. After changing a notebook, rerun it and put the
-rounded total in both.
+README's figure; ``scripts/lint_course.py`` reports a README course-map row, a notebook's own
+"Time" line or INSTRUCTORS.md's minutes (class plus homework) more than 20 % off. After
+changing a notebook, rerun it and put the rounded total in the README and the Time line.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from pathlib import Path
 WORDS_PER_MINUTE = 200
 SECONDS_PER_CODE_LINE = 6
 RUN_MINUTES = 1.0
+PREDICT_MINUTES = 1.0
+PROMPT = re.compile(r"\*\*Predict\b", re.I)  # **Predict:**, **Predict** before you run...
 PROOF_TAG = "proof"
 LESSON_ASSERT_TAG = "lesson-assert"
 
@@ -52,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"```.*?```", re.S)
 DETAILS = re.compile(r"<details>.*?</details>", re.S)
 TAG = re.compile(r"<[^>]+>")
+SUMMARY = re.compile(r"<summary>.*?</summary>", re.S)  # a fold's label: read at a glance
 WORD = re.compile(r"[A-Za-z0-9]+")
 SOURCE_WORD = re.compile(r"\w+")
 MAP_ROW = re.compile(r"^\|\s*\[`(\d\d_\w+)`\]\([^)]*\)\s*\|.*\|\s*(\d+)\s*\|\s*$", re.M)
@@ -74,6 +81,7 @@ class Minutes:
     asserts: int = 0  # assert lines outside proof and lesson-assert cells
     visible_code_lines: int = 0  # the size limit's count: every non-proof code cell
     prose_words: int = 0  # the size limit's count: \\w+ runs in the Markdown source
+    prompts: int = 0  # Predict prompts
 
     @property
     def reading(self) -> float:
@@ -85,7 +93,13 @@ class Minutes:
 
     @property
     def total(self) -> float:
-        return self.reading + self.code + RUN_MINUTES + self.exercise_minutes
+        return (
+            self.reading
+            + self.code
+            + self.prompts * PREDICT_MINUTES
+            + RUN_MINUTES
+            + self.exercise_minutes
+        )
 
 
 def _source(cell: dict) -> str:
@@ -135,7 +149,7 @@ def notebook_minutes(
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"expected the path of an existing .ipynb notebook, got {path}")
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    words = lines = exercises = asserts = visible = source_words = 0
+    words = lines = exercises = asserts = visible = source_words = prompts = 0
     checker_cell_next = False
     for cell in cells:
         text = _source(cell)
@@ -152,7 +166,8 @@ def notebook_minutes(
             prose = TAG.sub(" ", FENCE.sub(" ", text))
             prose = re.sub(r"^\|[-|: ]+\|$", " ", prose, flags=re.M)  # table rules
             words += len(WORD.findall(prose))
-            source_words += len(SOURCE_WORD.findall(text))
+            prompts += bool(PROMPT.search(text))
+            source_words += len(SOURCE_WORD.findall(TAG.sub(" ", SUMMARY.sub(" ", text))))
         elif cell["cell_type"] == "code":
             if not is_proof(cell):
                 visible += code_lines(text)
@@ -174,6 +189,7 @@ def notebook_minutes(
         asserts,
         visible,
         source_words,
+        prompts,
     )
 
 
@@ -203,14 +219,14 @@ def main() -> int:
     )
     print(
         f"{'notebook':28s} {'size':>10s} {'code':>5s} {'words':>6s} {'asserts':>7s} "
-        f"{'ex':>3s} {'minutes':>8s} {'README':>7s} {'Time':>5s}"
+        f"{'ex':>3s} {'ask':>4s} {'minutes':>8s} {'README':>7s} {'Time':>5s}"
     )
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         m = notebook_minutes(path)
         size = f"{m.visible_code_lines}/{m.prose_words}"
         print(
             f"{m.notebook:28s} {size:>10s} {m.code_lines:5d} {m.words:6d} {m.asserts:7d} "
-            f"{m.exercises:3d} {m.total:8.1f} {stated.get(m.notebook, '-'):>7} "
+            f"{m.exercises:3d} {m.prompts:4d} {m.total:8.1f} {stated.get(m.notebook, '-'):>7} "
             f"{stated_minutes(path):>5}"
         )
     return 0

@@ -17,6 +17,7 @@ from helpers.diagnosis.plots import (
     plot_gradient_norms,
     plot_gradient_path,
     plot_norm_history,
+    plot_norm_ratios,
     plot_reports,
     plot_spectrogram,
     plot_state_gradients,
@@ -244,6 +245,28 @@ def test_plot_state_gradients_with_only_none_and_no_curves():
     with pytest.raises(ValueError, match="at least one curve"):
         plot_state_gradients({})
 
+
+
+def _report_of(norms):
+    variables = [tf.Variable(tf.zeros(2), name=f"v{i}") for i in range(len(norms))]
+    grads = [None if n is None else tf.constant([n, 0.0]) for n in norms]
+    return gradient_report(grads, variables)
+
+
+def test_plot_norm_ratios_shows_a_forty_percent_change_on_a_linear_axis():
+    fig = plot_norm_ratios(_report_of([0.6, 2e-4]), _report_of([1.0, 2e-4]), title="A / B")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "linear" and ax.get_title() == "A / B"
+    widths = [bar.get_width() for bar in _artists(fig, "grad-ok")]
+    assert widths == pytest.approx([0.6, 1.0])
+    assert ax.get_xlim()[0] == 0 and ax.get_xlim()[1] >= 1.1
+
+
+def test_plot_norm_ratios_refuses_missing_gradients_and_other_variables():
+    with pytest.raises(ValueError, match="healthy.*v1"):
+        plot_norm_ratios(_report_of([0.6, None]), _report_of([1.0, 1.0]))
+    with pytest.raises(ValueError, match="same variables"):
+        plot_norm_ratios(_report_of([0.6]), _report_of([1.0, 1.0]))
 
 # --- the spectrogram ---------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import re
 import pytest
 import tensorflow as tf
 
-from helpers.course.printing import ROUNDOFF_FLOOR, bound_text, norm_text, sig
+from helpers.course.printing import ROUNDOFF_FLOOR, bound_text, difference_text, norm_text, sig
 from helpers.diagnosis.report import GradientReport, GradientRow, gradient_report
 
 # --- sig --------------------------------------------------------------------------------------
@@ -35,6 +35,19 @@ def test_sig_gives_significant_digits(value, digits, text):
 def test_sig_accepts_tensors_and_numpy_scalars():
     assert sig(tf.constant(0.123456)) == "0.123"
     assert sig(tf.constant(5, tf.int32)) == "5"
+
+
+# --- difference_text ---------------------------------------------------------------------------
+
+
+def test_difference_text_tells_identical_from_rounding_from_different():
+    assert difference_text(0.0, 1e-9) == difference_text(-0.0, 1e-6) == "0.0"
+    assert difference_text(1.16e-10, 1e-9) == difference_text(-9e-10, 1e-9) == "above 0, below 1e-9"
+    assert difference_text(0.25, 1e-9) == "0.25"
+    with pytest.raises(ValueError, match="NaN"):
+        difference_text(float("nan"), 1e-9)
+    with pytest.raises(ValueError, match="positive"):
+        difference_text(0.0, 0.0)
 
 
 # --- bound_text -------------------------------------------------------------------------------

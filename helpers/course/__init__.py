@@ -4,7 +4,7 @@ reproducibility and argument checks. Imports no TensorFlow (``make_deterministic
 """
 
 from helpers.course.checks import check_choice, check_int, is_int
-from helpers.course.printing import bound_text, norm_text, sig
+from helpers.course.printing import bound_text, difference_text, norm_text, sig
 from helpers.course.reproducibility import make_deterministic, versions
 from helpers.course.tables import (
     STATUS_COLOURS,
@@ -21,6 +21,7 @@ __all__ = [
     "check_int",
     "is_int",
     "bound_text",
+    "difference_text",
     "norm_text",
     "sig",
     "make_deterministic",

@@ -44,6 +44,23 @@ def bound_text(value: float, bound: float) -> str:
     return f"< {_short(bound)}"
 
 
+def difference_text(value: float, bound: float) -> str:
+    """A difference that settles "identical, equal to rounding, or different?": ``"0.0"``
+    when it is exactly zero, ``"above 0, below 1e-9"`` for a roundoff quantity under
+    ``bound``, else the value itself (``sig``). Exact zeros are the same on every processor;
+    roundoff digits are not, so they print only as a bound."""
+    value, bound = abs(float(value)), float(bound)
+    if not bound > 0:
+        raise ValueError(f"bound must be a positive number; got {bound}.")
+    if value != value:  # NaN
+        raise ValueError("the difference is NaN: compare finite numbers.")
+    if value == 0.0:
+        return "0.0"
+    if value < bound:
+        return f"above 0, below {_short(bound)}"
+    return sig(value)
+
+
 def norm_text(
     norm: float | None, largest: float | None = None, floor: float = ROUNDOFF_FLOOR
 ) -> str:

@@ -182,6 +182,35 @@ def plot_reports(reports: Mapping[str, GradientReport], suptitle: str | None = N
     return fig
 
 
+def plot_norm_ratios(
+    changed: GradientReport, reference: GradientReport, title: str | None = None
+) -> Figure:
+    """Each variable's gradient norm in ``changed`` over its norm in ``reference``, as bars on
+    a linear axis with a line at 1: a change of 40 % shows as 0.6, where a log-scale bar plot
+    would hide it. Both reports must hold the same variables, every gradient healthy."""
+    _check_report(changed)
+    _check_report(reference)
+    if list(changed.names) != list(reference.names):
+        raise ValueError("plot_norm_ratios expects reports over the same variables, same order.")
+    unhealthy = [r.name for r in (*changed, *reference) if r.status != "ok" or not r.norm]
+    if unhealthy:
+        raise ValueError(
+            f"plot_norm_ratios needs a healthy (nonzero, finite) gradient for every variable in "
+            f"both reports; not so for {sorted(set(unhealthy))}."
+        )
+    ratios = [c.norm / r.norm for c, r in zip(changed, reference)]
+    y = np.arange(len(ratios))[::-1]
+    fig, ax = plt.subplots(figsize=(6.4, norms_figure_height(len(ratios))), layout="constrained")
+    ax.barh(y, ratios, height=0.6, color=STATUS_HEX["ok"], gid=status_gid("ok"))
+    ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
+    ax.set_xlim(0, max(1.2, 1.1 * max(ratios)))
+    ax.set_yticks(y, list(changed.names))
+    ax.set_xlabel("gradient norm ratio (linear scale; 1 = unchanged)")
+    ax.set_title(title or "gradient norm, changed / reference")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
 def plot_norm_history(
     reports: Sequence[GradientReport],
     steps: Sequence[int] | None = None,
