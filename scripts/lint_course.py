@@ -426,7 +426,11 @@ def _demonstrations(cells: list[dict]) -> list[dict]:
 # --------------------------------------------------------------------------- the course
 
 
-def lint_notebook(path: Path, readme_minutes: dict[str, int] | None = None) -> Iterator[str]:
+def lint_notebook(
+    path: Path,
+    readme_minutes: dict[str, int] | None = None,
+    instructors_minutes: dict[str, int] | None = None,
+) -> Iterator[str]:
     """Every violation in one notebook, as text."""
     cells, stem = cells_of(path), path.stem
     yield from opening_problems(cells[0]) if cells else ["the notebook is empty"]
@@ -459,6 +463,8 @@ def lint_notebook(path: Path, readme_minutes: dict[str, int] | None = None) -> I
         yield str(error).removeprefix(f"{path}: ")
     if readme_minutes is not None:
         stated["README's course map"] = readme_minutes.get(stem, 0)
+    if instructors_minutes is not None:
+        stated["INSTRUCTORS.md, in class plus homework,"] = instructors_minutes.get(stem[:2], 0)
     for where, figure in stated.items():
         if abs(figure - measured.total) > MINUTES_TOLERANCE * measured.total:
             yield (
@@ -479,7 +485,12 @@ def lint_course(root: Path = ROOT) -> list[Violation]:
     helpers' strings."""
     notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     readme = minutes.readme_minutes(root / "README.md")
-    found = [(path.name, problem) for path in notebooks for problem in lint_notebook(path, readme)]
+    instructors = minutes.instructors_minutes(root / "INSTRUCTORS.md")
+    found = [
+        (path.name, problem)
+        for path in notebooks
+        for problem in lint_notebook(path, readme, instructors)
+    ]
     for text, allowed in SHOWN_ONCE.items():
         showing = [
             p.stem

@@ -201,6 +201,22 @@ def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
     return {name: int(minutes) for name, minutes in rows}
 
 
+INSTRUCTORS_MINUTES = re.compile(
+    r"^### (\d\d) [^\n]*\n\n\*\*Minutes \((\d+)\):\*\*[^\n]*(?:\n\*\*Homework \((\d+)\):\*\*)?",
+    re.M,
+)
+
+
+def instructors_minutes(instructors: str | Path = ROOT / "INSTRUCTORS.md") -> dict[str, int]:
+    """Each notebook's minutes in INSTRUCTORS.md, in class plus homework (the section's
+    ``**Minutes (N):**`` and ``**Homework (H):**`` lines): ``{"00": 16, ...}``."""
+    text = Path(instructors).read_text(encoding="utf-8")
+    return {
+        number: int(in_class) + int(homework or 0)
+        for number, in_class, homework in INSTRUCTORS_MINUTES.findall(text)
+    }
+
+
 def stated_minutes(path: str | Path) -> int:
     """The minutes a notebook's opening cell states (``| **Time** | about N minutes ...`` or
     ``**Time:** about N minutes``)."""

@@ -172,19 +172,18 @@ def sequence_loss(step_model, noisy_spectrum, clean_audio):
     audio = apply_masks(masks, noisy_spectrum, clean_audio.shape[-1])
     return tf.reduce_mean(tf.square(audio - clean_audio))
 """,
-    "helpers.exercises.gru_state:check_stream_denoise": """
+    "helpers.exercises.gru_state:check_truncated_unroll": """
 import tensorflow as tf
 
+from helpers.recurrence import unroll, zero_state
 
-def stream_denoise(step_model, chunks):
-    state, outputs = None, []
+
+def truncated_unroll(step_model, chunks):
+    outputs, state = [], zero_state(step_model)
     for chunk in chunks:
-        if state is None:
-            state = tf.zeros((chunk.shape[0], step_model.inputs[1].shape[-1]))
-        for t in range(chunk.shape[1]):
-            output, state = step_model([chunk[:, t], state])
-            outputs.append(output)
-    return tf.stack(outputs, axis=1)
+        chunk_outputs, state = unroll(step_model, chunk, tf.stop_gradient(state))
+        outputs.append(chunk_outputs)
+    return tf.concat(outputs, axis=1)
 """,
     "helpers.exercises.voicing_loss:check_train_step_or_skip": _skip_step(
         "pairs = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]",
@@ -253,21 +252,25 @@ def silence_term(reference, estimate, labels):
 """,
 }
 
-# A streaming loop that carries the state, but through something that cuts the tape.
-_CARRIED_THROUGH = """
+# A loop over the chunks that carries the state; {cut} is where it stops a gradient, if at all.
+_CHUNK_LOOP = """
 import tensorflow as tf
 
-from helpers.recurrence import unroll
+from helpers.recurrence import unroll, zero_state
 
 
-def stream_denoise(step_model, chunks):
-    outputs, state = [], None
-    for chunk in chunks:
-        chunk_outputs, state = unroll(step_model, chunk, state)
-        state = {carry}
-        outputs.append(chunk_outputs)
+def truncated_unroll(step_model, chunks):
+    outputs, state = [], zero_state(step_model)
+    for index, chunk in enumerate(chunks):
+        chunk_outputs, end_state = unroll(step_model, {chunk}, {start})
+        outputs.append({outputs})
+        state = end_state
     return tf.concat(outputs, axis=1)
 """
+
+
+def _chunk_loop(chunk="chunk", start="state", outputs="chunk_outputs") -> str:
+    return _CHUNK_LOOP.format(chunk=chunk, start=start, outputs=outputs)
 
 
 def _sequence_loss(
@@ -449,109 +452,53 @@ def gradient_status(gradient):
             "masks.append(mask)",
         ),
     },
-    "helpers.exercises.gru_state:check_stream_denoise": {
-        "waits for every chunk, then unrolls everything (chunking ignored)": """
-import tensorflow as tf
-
-from helpers.recurrence import unroll
-
-
-def stream_denoise(step_model, chunks):
-    outputs, _ = unroll(step_model, tf.concat(list(chunks), axis=1))
-    return outputs
-""",
-        "recomputes the whole prefix for every chunk": """
-import tensorflow as tf
-
-from helpers.recurrence import unroll
-
-
-def stream_denoise(step_model, chunks):
-    heard, outputs = [], []
-    for chunk in chunks:
-        heard.append(chunk)
-        everything, _ = unroll(step_model, tf.concat(heard, axis=1))
-        outputs.append(everything[:, -chunk.shape[1]:])
-    return tf.concat(outputs, axis=1)
-""",
-        "each chunk starts from zeros": """
-import tensorflow as tf
-
-from helpers.recurrence import unroll
-
-
-def stream_denoise(step_model, chunks):
-    outputs = []
-    for chunk in chunks:
-        chunk_outputs, _ = unroll(step_model, chunk)
-        outputs.append(chunk_outputs)
-    return tf.concat(outputs, axis=1)
-""",
-        "carries the state through stop_gradient (truncated)": _CARRIED_THROUGH.format(
-            carry="tf.stop_gradient(state)"
+    "helpers.exercises.gru_state:check_truncated_unroll": {
+        "carries the state with its history (the starting code)": _chunk_loop(),
+        "stops the gradient of the chunk, not of the state": _chunk_loop(
+            chunk="tf.stop_gradient(chunk)"
         ),
-        "carries the state through NumPy": _CARRIED_THROUGH.format(carry="state.numpy()"),
-        "keeps the first chunk's end state for every later chunk": """
+        "stops the gradient of the outputs": _chunk_loop(outputs="tf.stop_gradient(chunk_outputs)"),
+        "cuts only the first edge": _chunk_loop(
+            start="tf.stop_gradient(state) if index == 1 else state"
+        ),
+        "each chunk starts from zeros": _chunk_loop(start="zero_state(step_model)"),
+        "cuts at every frame": """
+import tensorflow as tf
+
+from helpers.recurrence import zero_state
+
+
+def truncated_unroll(step_model, chunks):
+    outputs, state = [], zero_state(step_model)
+    for chunk in chunks:
+        for t in range(chunk.shape[1]):
+            output, state = step_model([chunk[:, t], tf.stop_gradient(state)])
+            outputs.append(output)
+    return tf.stack(outputs, axis=1)
+""",
+        "waits for every chunk, then unroll with chunk_size": """
 import tensorflow as tf
 
 from helpers.recurrence import unroll
 
 
-def stream_denoise(step_model, chunks):
-    outputs, state = [], None
-    for chunk in chunks:
-        chunk_outputs, end_state = unroll(step_model, chunk, state)
-        outputs.append(chunk_outputs)
-        if state is None:
-            state = end_state
-    return tf.concat(outputs, axis=1)
+def truncated_unroll(step_model, chunks):
+    chunks = list(chunks)
+    frames = tf.concat(chunks, axis=1)
+    outputs, _ = unroll(step_model, frames, chunk_size=chunks[0].shape[1])
+    return outputs
 """,
         "returns the last chunk's outputs only": """
-from helpers.recurrence import unroll
+import tensorflow as tf
+
+from helpers.recurrence import unroll, zero_state
 
 
-def stream_denoise(step_model, chunks):
-    state = None
+def truncated_unroll(step_model, chunks):
+    state = zero_state(step_model)
     for chunk in chunks:
-        outputs, state = unroll(step_model, chunk, state)
+        outputs, state = unroll(step_model, chunk, tf.stop_gradient(state))
     return outputs
-""",
-        "a stateful keras.layers.RNN (the state in a variable)": """
-import keras
-import tensorflow as tf
-
-
-class StepCell(keras.layers.Layer):
-    def __init__(self, step_model, **kwargs):
-        super().__init__(**kwargs)
-        self.step_model = step_model
-        self.state_size = step_model.inputs[1].shape[-1]
-        self.output_size = step_model.outputs[0].shape[-1]
-
-    def call(self, inputs, states):
-        output, next_state = self.step_model([inputs, states[0]])
-        return output, [next_state]
-
-
-def stream_denoise(step_model, chunks):
-    rnn = keras.layers.RNN(StepCell(step_model), return_sequences=True, stateful=True)
-    return tf.concat([rnn(chunk) for chunk in chunks], axis=1)
-""",
-        "drops the last, shorter chunk": """
-import tensorflow as tf
-
-from helpers.recurrence import unroll
-
-
-def stream_denoise(step_model, chunks):
-    chunks = list(chunks)
-    outputs, state = [], None
-    for chunk in chunks:
-        if chunk.shape[1] < chunks[0].shape[1]:
-            break
-        chunk_outputs, state = unroll(step_model, chunk, state)
-        outputs.append(chunk_outputs)
-    return tf.concat(outputs, axis=1)
 """,
     },
     "helpers.exercises.voicing_loss:check_train_step_or_skip": {
@@ -1308,12 +1255,15 @@ REASONS: dict[str, dict[str, str]] = {
         "tests NaN only (norm != norm), so inf passes": "(1e-25) you returned 'zero'",
         "a norm in float64 with NaN only": "+inf you returned 'ok'",
     },
-    "helpers.exercises.gru_state:check_stream_denoise": {
-        "a stateful keras.layers.RNN (the state in a variable)": "carries values between calls",
-        "carries the state through NumPy": "no gradient with respect to the first chunk",
+    "helpers.exercises.gru_state:check_truncated_unroll": {
+        "carries the state with its history (the starting code)": "a full run's: nothing is cut",
+        "stops the gradient of the chunk, not of the state": "a full run's: nothing is cut",
+        "stops the gradient of the outputs": "get no gradient",
+        "cuts only the first edge": "chunk 2 of 3",
         "each chunk starts from zeros": "differ from one full unroll",
+        "cuts at every frame": "cut inside a chunk too",
+        "waits for every chunk, then unroll with chunk_size": "each chunk is run before",
         "returns the last chunk's outputs only": "expected (1, 10, 16)",
-        "keeps the first chunk's end state for every later chunk": "differ from one full unroll",
     },
     "helpers.exercises.capstone:check_silence_term": {
         "the loudest silent sample (a maximum)": "a maximum (or any pick of a few values)",

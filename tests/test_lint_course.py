@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -261,6 +262,8 @@ def test_the_proof_rule_catches_asserts_where_learners_read_and_open_proofs():
         _code("assert z == 3", ["proof"], **hidden),
     ]
     assert lint.proof_problems(good) == []
+    checked = _code("assert z", ["proof"], outputs=[_stream("checked: 3 clips\n")], **hidden)
+    assert lint.proof_problems([*good[:5], checked]) == []
     wrong = {
         "an assert a learner reads": good + [_code("assert x")],
         "an open proof": [*good[:5], _code("assert z == 3", ["proof"])],
@@ -270,6 +273,10 @@ def test_the_proof_rule_catches_asserts_where_learners_read_and_open_proofs():
             *good[:5],
             _code("assert z", ["proof"], outputs=[_stream("a\nb\n")], **hidden),
         ],
+        "a proof that teaches": [
+            *good[:5],
+            _code("assert z", ["proof"], outputs=[_stream("ratio 0.61\n")], **hidden),
+        ],
         "two proofs only": good[:4],
         "a lesson-assert without an assert": good + [_code("z", ["lesson-assert"])],
     }
@@ -277,12 +284,24 @@ def test_the_proof_rule_catches_asserts_where_learners_read_and_open_proofs():
         assert lint.proof_problems(cells), what
 
 
-def test_the_prediction_rule_wants_prompts_right_before_runs_and_before_failures():
+def test_the_prediction_rule_wants_prompts_right_before_runs_and_answers_after_them():
     predict = _markdown("**Predict:** what does it print?")
-    assert lint.prediction_problems([predict, _code("f()")], 1) == []
-    assert lint.prediction_problems([predict, _markdown("It prints 3."), _code("f()")], 1)
-    assert lint.prediction_problems([_code("f()", ["raises-exception"])], 0)
-    assert lint.prediction_problems([predict, _code("f()")], 2)
+    reveal = _details(lint.REVEAL, "It prints 3: f adds one.")
+    proof = _code("assert f() == 3", ["proof"], jupyter={"source_hidden": True})
+    assert lint.prediction_problems([predict, _code("f()"), reveal], 1) == []
+    assert lint.prediction_problems([predict, _code("f()"), proof, reveal, _markdown("Next.")], 1) == []
+    assert lint.prediction_problems([_markdown("The **predict:** step"), _code("f()"), reveal], 1) == []
+    wrong = {
+        "the answer above the run": [predict, _markdown("It prints 3."), _code("f()")],
+        "the answer in plain sight": [predict, _code("f()"), _markdown("It prints 3.")],
+        "the answer under another title": [predict, _code("f()"), _details("Answer", "3.")],
+        "no answer at all": [predict, _code("f()")],
+        "a reveal that answers nothing": [_markdown("Intro."), _code("f()"), reveal],
+        "an unannounced failure": [_code("f()", ["raises-exception"])],
+    }
+    for what, cells in wrong.items():
+        assert lint.prediction_problems(cells, 0), what
+    assert lint.prediction_problems([predict, _code("f()"), reveal], 2)  # too few prompts
 
 
 def test_the_run_reports_every_violation_at_once(tmp_path):
@@ -304,7 +323,13 @@ def test_the_run_reports_every_violation_at_once(tmp_path):
     notebook = json.loads(second.read_text())
     notebook["cells"].append(_markdown("The seed's loss, once more."))
     second.write_text(json.dumps(notebook))
+    instructors = tmp_path / "INSTRUCTORS.md"
+    planned = re.sub(
+        r"(### 04 [^\n]*\n\n\*\*Minutes \()\d+", r"\g<1>5", instructors.read_text(), count=1
+    )
+    instructors.write_text(planned)  # 04 planned at 5 minutes in class, with no homework
     found = lint.lint_course(tmp_path)
-    assert {where for where, _ in found} == {first.name, second.name}
+    assert {where for where, _ in found} == {first.name, second.name, "04_voicing_loss_fix.ipynb"}
+    assert any("INSTRUCTORS.md, in class plus homework, says 5" in problem for _, problem in found)
     assert any("You need" in problem for _, problem in found)
     assert any("voicing-loss question" in problem for _, problem in found)

@@ -1,7 +1,7 @@
 """scripts/notebook_minutes.py, the measure of a notebook's minutes and size that the README,
 each notebook's "Time" line and scripts/lint_course.py use: prose at 200 words a minute, 6 s
-per visible line of code (proof cells count 0), the run time and each exercise at the minutes
-INSTRUCTORS.md gives it. Nothing is executed."""
+per visible line of code (proof cells count 0), a minute per Predict prompt, the run time and
+each exercise at the minutes INSTRUCTORS.md gives it. Nothing is executed."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def test_the_measure_counts_words_visible_code_lines_and_exercises(tmp_path):
                 "source": "# Title words\n\n| a | b |\n|---|---|\n<b>bold</b> `tf.x`\n"
                 "```python\nshown = 1\n\nalso = 2\n```",
             },  # 7 words, 2 code lines
+            {"cell_type": "markdown", "metadata": {}, "source": "**Predict:** is x 1?"},  # 4
             {
                 "cell_type": "code",
                 "metadata": {},
@@ -83,16 +84,18 @@ def test_the_measure_counts_words_visible_code_lines_and_exercises(tmp_path):
     )
     instructors = _instructors(tmp_path, "- **Exercise 9.1** (`f`): 12 minutes.")
     measured = minutes.notebook_minutes(path, instructors)
-    assert (measured.words, measured.code_lines, measured.exercises) == (7, 6, 1)
+    assert (measured.words, measured.code_lines, measured.exercises) == (11, 6, 1)
+    assert measured.prompts == 1
     assert measured.asserts == 1  # the plain cell's; not the proof's, not the lesson's
     # The size limits count as the issues define them: every non-proof code cell (2 + 1 + 1
     # + the exercise's 2 + the checker call's 1) and every \w+ run of the Markdown source
-    # (Title words a b b bold b tf x python shown 1 also 2 = 14; details python def f return 2
-    # details = 7).
+    # outside HTML tags (Title words a b bold tf x python shown 1 also 2 = 12; Predict is x 1
+    # = 4; python def f return 2 = 5).
     assert (measured.visible_code_lines, measured.prose_words) == (7, 21)
     expected = (
-        7 / minutes.WORDS_PER_MINUTE
+        11 / minutes.WORDS_PER_MINUTE
         + 6 * minutes.SECONDS_PER_CODE_LINE / 60
+        + minutes.PREDICT_MINUTES
         + minutes.RUN_MINUTES
         + 12
     )
@@ -109,6 +112,16 @@ def test_exercise_minutes_come_from_the_notebooks_own_section(tmp_path):
     none = _instructors(tmp_path, "- **Students run:** everything.")
     with pytest.raises(ValueError, match="Exercise"):
         minutes.exercise_minutes("99_tiny", 1, none)
+
+
+def test_instructors_minutes_add_class_and_homework(tmp_path):
+    path = tmp_path / "INSTRUCTORS.md"
+    path.write_text(
+        "### 00 · Start\n\n**Minutes (12):** demo 6 · students 6\n**Homework (4):** 0.1.\n\n"
+        "### 01 · Next\n\n**Minutes (35):** demo 35\n\n- **Exercise 1.1**: 7 minutes.\n\n"
+        "### Classroom cut list\n\n**Minutes (9):** not a notebook\n"
+    )
+    assert minutes.instructors_minutes(path) == {"00": 16, "01": 35}
 
 
 def test_bad_inputs_say_what_was_expected(tmp_path):

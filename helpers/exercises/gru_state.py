@@ -19,7 +19,7 @@ from helpers.course import sig
 from helpers.diagnosis import max_abs_diff, variable_name
 from helpers.exercises import CheckResult, run_check
 from helpers.models import apply_masks, denoising_loss, make_gru_step_model
-from helpers.recurrence import unroll
+from helpers.recurrence import unroll, zero_state
 
 
 @cache
@@ -220,16 +220,19 @@ def _chunk_sizes(frames: int, chunk_size: int) -> list[int]:
     return [min(chunk_size, frames - start) for start in range(0, frames, chunk_size)]
 
 
-def check_stream_denoise(function) -> CheckResult:
+def check_truncated_unroll(function) -> CheckResult:
     """``function(step_model, chunks)`` gets the frames as chunks ``(1, n, features)`` that
     arrive one at a time (an iterable) and must return all outputs ``(1, time, features)``:
-    each chunk denoised as it arrives, starting from the state the previous chunk ended with.
+    each chunk run as it arrives from the state the previous chunk ended with, and backprop
+    through time cut at every chunk edge, and only there (truncated BPTT on chunks of any
+    size).
 
     Checked for chunks of 3 (10 frames: the last chunk has 1), 4, 10 and 1 frames and uneven
     chunks: the outputs equal one full unroll; the step model is called once per frame, on
-    one frame, and every frame of a chunk before the next chunk is read; and the gradient of
-    the last output reaches the first chunk, as much as in a full unroll (the state carried
-    untruncated)."""
+    one frame, and every frame of a chunk before the next chunk is read. On chunks of 3, 4
+    and 3: the variables' gradients equal those of a run cut at every edge, not a full
+    run's; the last output has no gradient with respect to the first chunk, and the one it
+    has with respect to its own chunk is intact."""
 
     def check(fn):
         model, log = _counted(_STREAM_UNITS, _STREAM_BINS)
@@ -260,8 +263,7 @@ def check_stream_denoise(function) -> CheckResult:
                     False,
                     f"With {label}, the step model had been called "
                     f"{arrivals.calls_at_request[:-1]} times when each chunk was "
-                    f"read; a stream denoises each chunk before the next arrives "
-                    f"({done[:-1]}).",
+                    f"read; each chunk is run before the next arrives ({done[:-1]}).",
                 )
             difference = max_abs_diff(got, expected)
             if difference > 1e-5:
@@ -270,49 +272,78 @@ def check_stream_denoise(function) -> CheckResult:
                 return (
                     False,
                     f"With {label} your outputs differ from one full unroll by up "
-                    f"to {sig(difference)}, first at frame {first_bad}.",
+                    f"to {sig(difference)}, first at frame {first_bad}: the forward pass "
+                    "must carry the state's value across every edge.",
                 )
-        return _reaches_first_chunk(fn, model, frames)
+        return _cut_at_every_edge(fn, model, frames, rng)
 
     return run_check(
-        "Exercise 2.1 (stream with a carried state)",
+        "Exercise 2.1 (truncate at the chunk edges)",
         function,
         check,
-        hint="Each chunk must start from the state the previous chunk ended with, "
-        "and be denoised as soon as it arrives: look at everything a step "
-        "gives back, and keep what the next chunk needs.",
+        hint="What crosses a chunk edge is the state: its value must cross, its "
+        "history must not. Cut there, and nowhere else.",
     )
 
 
-def _reaches_first_chunk(fn, model, frames) -> tuple[bool, str]:
-    first = frames[:, :3]
-    rest = frames[:, 3:]
+def _cut_at_every_edge(fn, model, frames, rng) -> tuple[bool, str]:
+    """Compare the learner's gradients on chunks of 3, 4 and 3 with a full run's and with a
+    run whose state crosses each edge through ``tf.stop_gradient``."""
+    sizes = [3, 4, 3]
+    edges = [int(n) for n in np.cumsum([0, *sizes])]
+    chunks = [frames[:, a:b] for a, b in zip(edges, edges[1:])]
+    weights = tf.constant(rng.standard_normal(frames.shape[:2] + (_STREAM_BINS,)), tf.float32)
+    variables = model.trainable_variables
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(first)
-        got = fn(model, iter([first, rest[:, :4], rest[:, 4:]]))
-        last = tf.reduce_sum(tf.convert_to_tensor(got)[:, -1])
-        expected, _ = unroll(model, tf.concat([first, rest], axis=1))
-        expected_last = tf.reduce_sum(expected[:, -1])
-    reach = tape.gradient(last, first)
-    expected_reach = tape.gradient(expected_last, first)
+        tape.watch(chunks)
+        got = tf.convert_to_tensor(fn(model, iter(chunks)))
+        runs = {"yours": got, "full": unroll(model, tf.concat(chunks, axis=1))[0]}
+        state, cut = zero_state(model), []
+        for chunk in chunks:
+            outputs, state = unroll(model, chunk, tf.stop_gradient(state))
+            cut.append(outputs)
+        runs["cut"] = tf.concat(cut, axis=1)
+        losses = {name: tf.reduce_sum(run * weights) for name, run in runs.items()}
+        last = {name: tf.reduce_sum(run[:, -1]) for name, run in runs.items()}
+    grads = {name: tape.gradient(loss, variables) for name, loss in losses.items()}
+    across = tape.gradient(last["yours"], chunks[:-1])  # every earlier chunk
+    within = {name: tape.gradient(last[name], chunks[-1]) for name in ("yours", "cut")}
     del tape
-    if reach is None or float(tf.reduce_max(tf.abs(reach))) == 0.0:
+    missing = [variable_name(v) for g, v in zip(grads["yours"], variables) if g is None]
+    if missing:
         return (
             False,
-            "The outputs are right, but the last output has no gradient with respect to "
-            "the first chunk: the state carried between chunks is cut from the tape. A "
-            "variable (as in keras.layers.RNN with stateful=True) carries values between "
-            "calls, not gradients; carry the state tensor itself.",
+            f"The outputs are right, but {', '.join(missing)} get no gradient: the cut "
+            "stops more than the state. Stop only what crosses a chunk edge.",
         )
-    if max_abs_diff(reach, expected_reach) > 1e-5 * float(tf.reduce_max(tf.abs(expected_reach))):
+    if _gradient_fault(grads["yours"], grads["full"], variables) is None:
         return (
             False,
-            "The gradient of the last output reaches the first chunk, but not as in "
-            "one full unroll: part of the path between chunks is cut.",
+            "The outputs are right, but the gradients are a full run's: nothing is cut. "
+            "The state crosses each chunk edge with its history; let only its value cross.",
+        )
+    reached = [i for i, g in enumerate(across) if g is not None and float(tf.reduce_max(tf.abs(g)))]
+    if reached:
+        return (
+            False,
+            f"The last output still has a gradient with respect to chunk {reached[-1] + 1} "
+            f"of {len(chunks)}: the state crosses a chunk edge with its history.",
+        )
+    if within["yours"] is None or max_abs_diff(within["yours"], within["cut"]) > 1e-5 * float(
+        tf.reduce_max(tf.abs(within["cut"]))
+    ):
+        return (
+            False,
+            "The gradient is cut inside a chunk too: the last output does not reach the "
+            "frames of its own chunk as it should. Cut at the chunk edges only.",
+        )
+    if _gradient_fault(grads["yours"], grads["cut"], variables) is not None:
+        return (
+            False,
+            "The gradients differ from a run cut at every chunk edge and only there.",
         )
     return (
         True,
-        "Each chunk denoised as it arrives, one step-model call per frame, the state "
-        "carried across: the same outputs as one full unroll, and the gradient "
-        "reaches the first chunk.",
+        "Each chunk run as it arrives from the state the previous one ended with (the "
+        "outputs of one full run), and backprop cut at every chunk edge, nowhere else.",
     )
