@@ -289,8 +289,14 @@ def test_the_prediction_rule_wants_prompts_right_before_runs_and_answers_after_t
     reveal = _details(lint.REVEAL, "It prints 3: f adds one.")
     proof = _code("assert f() == 3", ["proof"], jupyter={"source_hidden": True})
     assert lint.prediction_problems([predict, _code("f()"), reveal], 1) == []
-    assert lint.prediction_problems([predict, _code("f()"), proof, reveal, _markdown("Next.")], 1) == []
-    assert lint.prediction_problems([_markdown("The **predict:** step"), _code("f()"), reveal], 1) == []
+    assert (
+        lint.prediction_problems([predict, _code("f()"), proof, reveal, _markdown("Next.")], 1)
+        == []
+    )
+    assert (
+        lint.prediction_problems([_markdown("The **predict:** step"), _code("f()"), reveal], 1)
+        == []
+    )
     wrong = {
         "the answer above the run": [predict, _markdown("It prints 3."), _code("f()")],
         "the answer in plain sight": [predict, _code("f()"), _markdown("It prints 3.")],

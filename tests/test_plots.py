@@ -246,7 +246,6 @@ def test_plot_state_gradients_with_only_none_and_no_curves():
         plot_state_gradients({})
 
 
-
 def _report_of(norms):
     variables = [tf.Variable(tf.zeros(2), name=f"v{i}") for i in range(len(norms))]
     grads = [None if n is None else tf.constant([n, 0.0]) for n in norms]
@@ -267,6 +266,7 @@ def test_plot_norm_ratios_refuses_missing_gradients_and_other_variables():
         plot_norm_ratios(_report_of([0.6, None]), _report_of([1.0, 1.0]))
     with pytest.raises(ValueError, match="same variables"):
         plot_norm_ratios(_report_of([0.6]), _report_of([1.0, 1.0]))
+
 
 # --- the spectrogram ---------------------------------------------------------------------------
 

@@ -407,6 +407,8 @@ def test_instructors_timings_add_up_to_both_plans():
     text, plans = _plans()
     total = plans.pop("total")
     assert total == (180, 90, 90)
+    slack = next(m for part, m in plans.items() if part.startswith("slack"))
+    assert min(slack) >= 10, "every session keeps 10 minutes for what a plan cannot foresee"
     assert tuple(map(sum, zip(*plans.values()))) == total
     for path in NOTEBOOKS:
         number = path.name[:2]
