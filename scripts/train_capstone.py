@@ -62,7 +62,7 @@ def main() -> int:
         choices=TRAINED_LOSSES,
         action="append",
         help="train only this loss (repeatable); all by default: the two "
-        "compared models and the ablation's three variants",
+        "compared models, the ablation's three variants (and the masked loss's extra seeds)",
     )
     parser.add_argument(
         "--seed",

@@ -19,6 +19,7 @@ validation noise 9000... Disjoint ranges: nothing held back is seen in training
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from functools import cache
 from pathlib import Path
 
@@ -383,7 +384,7 @@ def real_held_back_mixtures(
     noise (``RECORDED_NOISE_STARTS_S``; family ``"tap"``): twelve. Made here from the shipped
     recordings."""
     check_choice(noise, NOISE_KINDS, "noise")
-    if not isinstance(snr_db, int | float) or not np.isfinite(snr_db):
+    if not isinstance(snr_db, numbers.Real) or isinstance(snr_db, bool) or not np.isfinite(snr_db):
         raise ValueError(f"snr_db must be a finite number of dB; got {snr_db!r}.")
     return list(_real_held_back(float(snr_db), noise))
 
