@@ -4,7 +4,8 @@
     python scripts/make_data.py --check  # rebuild in a temporary folder, compare SHA-256s
 
 The real recordings (data/cmu_arctic/: six CMU ARCTIC utterances, unmodified, with COPYING and
-arctic_a0009's phone alignment) are shipped, not generated; this script records their SHA-256
+arctic_a0009's phone alignment) and the recorded noise (data/recorded_noise/: Speech Commands'
+running tap, CC BY 4.0, trimmed) are shipped, not generated; this script records their SHA-256
 and measures arctic_a0009's f0/F1/F2 tracks once (pyin, LPC), and the labels of the six
 (``labels_from_audio``, into ``<name>_labels.csv``), so notebooks never wait for pyin.
 """
@@ -51,6 +52,8 @@ from helpers.capstone import (
     REAL_HELD_BACK,
     REAL_SPEAKERS,
     REAL_VALIDATION,
+    RECORDED_NOISE,
+    RECORDED_NOISE_DIR,
     capstone_utterance,
     held_back_noise_seed,
     real_labels_path,
@@ -139,7 +142,28 @@ def build(root: Path, real_source: Path) -> dict:
         "generator": "scripts/make_data.py",
         "clips": clips,
         "real_speech": real_speech_entries(real_dir),
+        "recorded_noise": recorded_noise_entry(root),
         "capstone": build_capstone(root),
+    }
+
+
+def recorded_noise_entry(root: Path) -> dict:
+    """The recorded noise (``data/recorded_noise/``, shipped, not generated): its source,
+    licence, the one change made to it, its use and its SHA-256."""
+    source = DATA_DIR / RECORDED_NOISE_DIR
+    target = root / RECORDED_NOISE_DIR
+    if target.resolve() != source.resolve():
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    wav = target / f"{RECORDED_NOISE}.wav"
+    audio, _ = load_audio(wav)
+    return {
+        "file": f"{RECORDED_NOISE_DIR}/{RECORDED_NOISE}.wav",
+        "num_samples": len(audio),
+        "source": "Speech Commands (Warden, 2018), _background_noise_/running_tap.wav",
+        "licence": "CC BY 4.0 (see recorded_noise/README.md)",
+        "modified": "trimmed to its first 20 s",
+        "use": "evaluation only (06's real test set at 0, 5 and 10 dB), never training",
+        "sha256": sha256(wav),
     }
 
 

@@ -182,3 +182,33 @@ def test_real_speech_holds_back_one_utterance_of_each_speaker_with_fresh_noise()
         match = np.abs(signal.oaconvolve(pool, window[::-1], "valid"))
         best = (match / np.sqrt(np.sum(window**2) * np.maximum(energy, 1e-12))).max()
         assert best < 0.9, f"{mixture.name}: its noise is in the training or validation noise"
+
+
+def test_the_recorded_noise_tests_real_speech_at_every_snr_in_disjoint_windows():
+    noise = capstone.recorded_noise()
+    assert len(noise) == 20 * 16000
+    for snr in capstone.TEST_SNRS_DB:
+        recorded = real_held_back_mixtures(snr, "recorded")
+        generated = real_held_back_mixtures(snr, "generated")
+        assert len(recorded) == 4 * len(REAL_HELD_BACK) and len(generated) == 15
+        assert {m.family for m in recorded} == {"tap"} and {m.snr_db for m in recorded} == {snr}
+        for mixture in recorded + generated:
+            measured = 10 * np.log10(
+                np.mean(mixture.clean**2) / np.mean((mixture.audio - mixture.clean) ** 2)
+            )
+            assert measured == pytest.approx(snr, abs=0.01)
+    # one recording's windows do not overlap: each starts after the last one ends
+    starts = np.array(capstone.RECORDED_NOISE_STARTS_S) * 16000
+    longest = max(len(m.clean) for m in real_held_back_mixtures(noise="recorded"))
+    assert np.all(np.diff(starts) >= longest) and starts[-1] + longest <= len(noise)
+    # the 5 dB generated set is the one 06 has always shown
+    assert [m.name for m in real_held_back_mixtures()] == [
+        m.name for m in real_held_back_mixtures(5.0, "generated")
+    ]
+
+
+def test_real_held_back_mixtures_bad_arguments():
+    with pytest.raises(ValueError, match="noise must be one of 'generated', 'recorded'"):
+        real_held_back_mixtures(5.0, "tap")
+    with pytest.raises(ValueError, match="snr_db must be a finite number"):
+        real_held_back_mixtures(float("nan"))

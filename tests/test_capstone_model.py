@@ -60,8 +60,10 @@ def test_train_denoiser_bad_arguments():
         capstone.train_denoiser("masked", seed=0.5)
     with pytest.raises(ValueError, match="weights must be one of 'shipped', 'train'"):
         capstone.train_denoiser("masked", weights="seed")
-    with pytest.raises(ValueError, match="trained from seed 0; got seed=1.*weights='train'"):
-        capstone.train_denoiser("masked", seed=1)
+    with pytest.raises(ValueError, match="trained from seed\\(s\\) 0; got seed=1.*weights='train'"):
+        capstone.train_denoiser("question", seed=1)
+    with pytest.raises(ValueError, match="seed\\(s\\) 0, 1, 2; got seed=3"):
+        capstone.train_denoiser("masked", seed=3)
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         capstone.train("masked", steps=0)
     # extra utterances come in batches of the training set's size: a remainder would be
@@ -72,9 +74,18 @@ def test_train_denoiser_bad_arguments():
         capstone.train("masked", steps=1, clips=2, extra_utterances=3)
 
 
+def test_the_masked_loss_ships_three_training_seeds_each_its_own_model():
+    seeds = capstone.SHIPPED_SEEDS["masked"]
+    assert seeds == (0, 1, 2)
+    weights = [capstone.train_denoiser("masked", seed=seed).get_weights()[0] for seed in seeds]
+    assert capstone.weights_path("masked", 1).name == "denoiser_masked_seed1.weights.npz"
+    assert not any(np.array_equal(weights[i], weights[j]) for i, j in ((0, 1), (0, 2), (1, 2)))
+
+
 def test_the_shipped_weight_files_are_the_manifests_and_small():
     shipped = {p.name for p in (DATA_DIR / "capstone").glob("*.weights.npz")}
     hashed = set(capstone_manifest()["weights"]["sha256"])
-    named = {capstone.weights_path(loss).name for loss in capstone.TRAINED_LOSSES}
-    assert shipped == hashed == named and len(shipped) == 5
+    named = {capstone.weights_path(loss, seed).name for loss, seed in capstone.SHIPPED_RUNS}
+    # the two compared models and the ablation's three variants, and two more masked seeds
+    assert shipped == hashed == named and len(shipped) == 7
     assert all((DATA_DIR / "capstone" / name).stat().st_size < 300_000 for name in shipped)

@@ -26,6 +26,8 @@ def test_training_script_reproduces_weights_on_a_tiny_configuration():
     first = script.trained_bytes("masked", **tiny)
     assert first == script.trained_bytes("masked", **tiny)
     assert first != capstone.weights_bytes(capstone.recipe.make_capstone_model(0))  # it trained
+    # another training seed (the shipped masked-loss seeds 1 and 2): other weights
+    assert script.trained_bytes("masked", seed=1, **tiny) != first
 
 
 def test_the_capstone_masked_loss_also_scores_voiced_frames():

@@ -60,6 +60,8 @@ def test_manifest_lists_every_file_with_matching_hash():
         e["file"]: e["sha256"] for key in ("train", "held_back", "mixtures") for e in capstone[key]
     }
     real = {e["file"]: e["sha256"] for e in read_manifest()["real_speech"]}
+    recorded = read_manifest()["recorded_noise"]
+    real[recorded["file"]] = recorded["sha256"]  # shipped as recorded, trimmed (its README)
     wavs = {str(p.relative_to(DATA_DIR)) for p in DATA_DIR.rglob("*.wav")}
     assert wavs == {entry["file"] for entry in clips.values()} | set(capstone_files) | set(real)
     for file, digest in real.items():
@@ -69,8 +71,8 @@ def test_manifest_lists_every_file_with_matching_hash():
     for file, digest in capstone_files.items():
         assert sha256(DATA_DIR / file) == digest, file
     weights = {p.name for p in (DATA_DIR / "capstone").glob("*.weights.npz")}
-    # the two compared models and the ablation's three variants (notebook 06)
-    assert weights == set(capstone["weights"]["sha256"]) and len(weights) == 5
+    # the two compared models, the ablation's three variants, two more masked seeds (06)
+    assert weights == set(capstone["weights"]["sha256"]) and len(weights) == 7
     for name, digest in capstone["weights"]["sha256"].items():
         assert sha256(DATA_DIR / "capstone" / name) == digest, name
     for entry in clips.values():
@@ -93,11 +95,14 @@ def test_data_set_contents_and_size():
     snrs = {e["snr_db"] for e in manifest().values() if "snr_db" in e}
     assert len(snrs) >= 2
     total = sum(p.stat().st_size for p in DATA_DIR.rglob("*") if p.is_file())
-    # 4 MiB: the synthetic clips, six real recordings (about 0.6 MB) and five small weight
-    # files (about 0.14 MB each: the two compared models and the ablation's three variants)
-    assert total < 4 * 2**20
+    # 5 MiB: the synthetic clips, six real recordings (about 0.6 MB), 20 s of recorded noise
+    # (0.64 MB) and seven small weight files (about 0.14 MB each: the two compared models,
+    # the ablation's three variants and two more training seeds of the masked loss)
+    assert total < 5 * 2**20
     copying = (DATA_DIR / "cmu_arctic" / "COPYING").read_text()
     assert "Carnegie Mellon University" in copying
+    licence = (DATA_DIR / "recorded_noise" / "README.md").read_text()
+    assert "CC BY 4.0" in licence and "Speech Commands" in licence and "trimmed" in licence.lower()
 
 
 @pytest.mark.parametrize("name", clip_names())

@@ -104,12 +104,18 @@ def test_the_wheel_imports_every_subpackage_and_finds_the_data(wheel_install, tm
             module = importlib.import_module(name)
             assert module.__file__.startswith({str(site)!r}), (name, module.__file__)
         from helpers.audio import DATA_DIR, load_clip
+        from helpers.capstone import recorded_noise
         from helpers.capstone.model import weights_path
         print(DATA_DIR.relative_to({str(site)!r}))
         print(load_clip("vowel_a").clean.shape, weights_path("masked").is_file())
+        print(weights_path("masked", 2).is_file(), recorded_noise().shape)
         """,
         python,
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["helpers/course_data", "(16000,) True"]
+    assert result.stdout.split("\n")[:3] == [
+        "helpers/course_data",
+        "(16000,) True",
+        "True (320000,)",
+    ]

@@ -1,5 +1,6 @@
 """Notebook 06's denoiser: its data split, its training recipe, the shipped weights
-(``train_denoiser``, ``denoise``) and the comparison with classical baselines.
+(``train_denoiser``, ``denoise``), the comparison with classical baselines and how firm it is
+(``margin_rows``: per-mixture wins, bootstrap intervals, training seeds, SNRs, recorded noise).
 """
 
 from helpers.course.quiet_tensorflow import import_tensorflow
@@ -17,6 +18,10 @@ from helpers.capstone.data import (
     REAL_HELD_BACK,
     REAL_SPEAKERS,
     REAL_VALIDATION,
+    RECORDED_NOISE,
+    RECORDED_NOISE_DIR,
+    RECORDED_NOISE_STARTS_S,
+    TEST_SNRS_DB,
     TRAIN_NOISE_INSTANCES,
     TRAIN_NOISE_SEED,
     VALIDATION_SEEDS,
@@ -28,6 +33,7 @@ from helpers.capstone.data import (
     real_held_back_mixtures,
     real_labels_path,
     real_validation_mixtures,
+    recorded_noise,
     wider_held_back_mixtures,
 )
 from helpers.capstone.evaluation import (
@@ -46,7 +52,13 @@ from helpers.capstone.evaluation import (
     quieter_on_silence_db,
     silent_gradient_norm,
 )
-from helpers.capstone.model import train_denoiser, weights_bytes, weights_path
+from helpers.capstone.model import (
+    SHIPPED_RUNS,
+    SHIPPED_SEEDS,
+    train_denoiser,
+    weights_bytes,
+    weights_path,
+)
 from helpers.capstone.recipe import (
     ABLATION_LABELS,
     ABLATION_WEIGHTS,
@@ -61,6 +73,14 @@ from helpers.capstone.recipe import (
     train,
     train_shipped,
 )
+from helpers.capstone.uncertainty import (
+    TARGET_MARGIN_DB,
+    MarginRow,
+    bootstrap_ci,
+    margin_rows,
+    plot_margin_rows,
+    print_margin_rows,
+)
 from helpers.models import denoise  # the capstone's public contract: any denoiser
 
 __all__ = [
@@ -74,6 +94,10 @@ __all__ = [
     "REAL_HELD_BACK",
     "REAL_SPEAKERS",
     "REAL_VALIDATION",
+    "RECORDED_NOISE",
+    "RECORDED_NOISE_DIR",
+    "RECORDED_NOISE_STARTS_S",
+    "TEST_SNRS_DB",
     "TRAIN_NOISE_INSTANCES",
     "TRAIN_NOISE_SEED",
     "VALIDATION_SEEDS",
@@ -85,6 +109,7 @@ __all__ = [
     "real_held_back_mixtures",
     "real_labels_path",
     "real_validation_mixtures",
+    "recorded_noise",
     "wider_held_back_mixtures",
     "CLASSICAL",
     "ablation_rows",
@@ -101,6 +126,8 @@ __all__ = [
     "quieter_on_silence_db",
     "silent_gradient_norm",
     "denoise",
+    "SHIPPED_RUNS",
+    "SHIPPED_SEEDS",
     "train_denoiser",
     "weights_bytes",
     "weights_path",
@@ -116,4 +143,10 @@ __all__ = [
     "TRAINED_LOSSES",
     "train",
     "train_shipped",
+    "TARGET_MARGIN_DB",
+    "MarginRow",
+    "bootstrap_ci",
+    "margin_rows",
+    "plot_margin_rows",
+    "print_margin_rows",
 ]

@@ -6,7 +6,9 @@
   utterance of each of three speakers held back (``real_held_back_mixtures``), the other three
   for validation only. No real recording is trained on.
 
-All five noise families are generated (``helpers.audio.make_noise``), babble included.
+All five noise families are generated (``helpers.audio.make_noise``), babble included. One
+recorded noise (``recorded_noise``, a running tap) is used only to test, with the held-back
+real speech at 0, 5 and 10 dB: never trained on, nothing chosen on it.
 
 Seed ranges: training utterances 1000.., held-back utterances 2000.., validation 2500..;
 training noise instances 3000.., held-back noise 5000.., wider held-back noise 7000..,
@@ -17,6 +19,7 @@ validation noise 9000... Disjoint ranges: nothing held back is seen in training
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from functools import cache
 from pathlib import Path
 
@@ -37,6 +40,7 @@ from helpers.audio import (
     random_utterance,
     read_frame_labels,
     read_manifest,
+    sha256,
     synthesize,
 )
 from helpers.course import check_choice, check_int
@@ -190,8 +194,9 @@ def _mixture(
     noisy: np.ndarray,
     clean: np.ndarray,
     labels: FrameLabels,
+    snr_db: float = CAPSTONE_SNR_DB,
 ) -> Clip:
-    return Clip(name, noisy, clean, labels, SAMPLE_RATE, CAPSTONE_SNR_DB, clean_name, family)
+    return Clip(name, noisy, clean, labels, SAMPLE_RATE, snr_db, clean_name, family)
 
 
 def held_back_mixtures() -> list[Clip]:
@@ -295,7 +300,9 @@ def real_utterance(name: str) -> tuple[np.ndarray, FrameLabels]:
     return audio, labels
 
 
-def _real_mixtures(names: tuple[str, ...], noise_seed: int) -> list[Clip]:
+def _real_mixtures(
+    names: tuple[str, ...], noise_seed: int, snr_db: float = CAPSTONE_SNR_DB
+) -> list[Clip]:
     mixtures = []
     for index, name in enumerate(names):
         clean, labels = real_utterance(name)
@@ -306,24 +313,80 @@ def _real_mixtures(names: tuple[str, ...], noise_seed: int) -> list[Clip]:
                     f"{name}_{family}",
                     name,
                     family,
-                    mix(clean, noise, CAPSTONE_SNR_DB),
+                    mix(clean, noise, snr_db),
                     clean,
                     labels,
+                    snr_db,
+                )
+            )
+    return mixtures
+
+
+RECORDED_NOISE_DIR = "recorded_noise"
+RECORDED_NOISE = "running_tap_20s"  # Speech Commands' running tap, CC BY 4.0, trimmed to 20 s
+# Where each recorded-noise window starts (s): non-overlapping for every held-back recording
+# (the longest is 4.0 s), the same windows at every SNR.
+RECORDED_NOISE_STARTS_S: tuple[float, ...] = (0.0, 5.0, 10.0, 15.0)
+NOISE_KINDS = ("generated", "recorded")
+TEST_SNRS_DB: tuple[float, ...] = (0.0, 5.0, 10.0)  # the real test set's SNRs (06's table)
+
+
+def recorded_noise() -> np.ndarray:
+    """The recorded noise (``data/recorded_noise/``: a running tap, Speech Commands, CC BY
+    4.0, trimmed to 20 s), checked against its SHA-256 in ``data/manifest.json``. Used to
+    evaluate only: never trained on, nothing chosen on it."""
+    path = DATA_DIR / RECORDED_NOISE_DIR / f"{RECORDED_NOISE}.wav"
+    expected = read_manifest().get("recorded_noise", {}).get("sha256")
+    if expected is None or sha256(path) != expected:
+        raise ValueError(
+            f"{path} is missing or does not match its SHA-256 in data/manifest.json; "
+            "run python scripts/make_data.py."
+        )
+    return load_audio(path)[0]
+
+
+def _recorded_mixtures(names: tuple[str, ...], snr_db: float) -> list[Clip]:
+    noise = recorded_noise()
+    mixtures = []
+    for name in names:
+        clean, labels = real_utterance(name)
+        for start_s in RECORDED_NOISE_STARTS_S:
+            start = int(start_s * SAMPLE_RATE)
+            window = noise[start : start + len(clean)]
+            mixtures.append(
+                _mixture(
+                    f"{name}_tap{start_s:g}s",
+                    name,
+                    "tap",
+                    mix(clean, window, snr_db),
+                    clean,
+                    labels,
+                    snr_db,
                 )
             )
     return mixtures
 
 
 @cache
-def _real_held_back() -> tuple[Clip, ...]:
-    return tuple(_real_mixtures(REAL_HELD_BACK, REAL_HELD_BACK_NOISE_SEED))
+def _real_held_back(snr_db: float, noise: str) -> tuple[Clip, ...]:
+    if noise == "recorded":
+        return tuple(_recorded_mixtures(REAL_HELD_BACK, snr_db))
+    return tuple(_real_mixtures(REAL_HELD_BACK, REAL_HELD_BACK_NOISE_SEED, snr_db))
 
 
-def real_held_back_mixtures() -> list[Clip]:
-    """The real-speech test set: each ``REAL_HELD_BACK`` recording with a fresh instance of
-    every noise family (seeds ``REAL_HELD_BACK_NOISE_SEED + 10 * index + family``) at
-    ``CAPSTONE_SNR_DB``: fifteen mixtures, made here from the shipped recordings."""
-    return list(_real_held_back())
+def real_held_back_mixtures(
+    snr_db: float = CAPSTONE_SNR_DB, noise: str = "generated"
+) -> list[Clip]:
+    """The real-speech test set at ``snr_db``: each ``REAL_HELD_BACK`` recording with, for
+    ``noise="generated"``, a fresh instance of every noise family (seeds
+    ``REAL_HELD_BACK_NOISE_SEED + 10 * index + family``, the same instances at every SNR):
+    fifteen mixtures; for ``noise="recorded"``, four non-overlapping windows of the recorded
+    noise (``RECORDED_NOISE_STARTS_S``; family ``"tap"``): twelve. Made here from the shipped
+    recordings."""
+    check_choice(noise, NOISE_KINDS, "noise")
+    if not isinstance(snr_db, numbers.Real) or isinstance(snr_db, bool) or not np.isfinite(snr_db):
+        raise ValueError(f"snr_db must be a finite number of dB; got {snr_db!r}.")
+    return list(_real_held_back(float(snr_db), noise))
 
 
 def real_validation_mixtures() -> list[Clip]:

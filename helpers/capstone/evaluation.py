@@ -181,12 +181,16 @@ def ablation_rows(comparisons: dict[str, Comparison]) -> dict[str, dict[str, flo
 
 
 def print_ablation(comparisons: dict[str, Comparison]) -> None:
-    """``ablation_rows`` as a table: mean SI-SDR (dB) and level on silent frames (dB)."""
+    """``ablation_rows`` as a table: for each set, mean SI-SDR (dB) and level on silent
+    frames (dB relative to the input)."""
     rows = ablation_rows(comparisons)
-    columns = list(next(iter(rows.values())))
-    print(f"{'':30s}" + "".join(f"{c:>18s}" for c in columns))
+    print(f"{'':30s}" + "".join(f"{name:>18s}" for name in comparisons))
+    print(f"{'':30s}" + f"{'SI-SDR':>10s}{'silent':>8s}" * len(comparisons))
     for system, row in rows.items():
-        print(f"{system:30s}" + "".join(f"{row[c]:18.1f}" for c in columns))
+        cells = "".join(
+            f"{row[f'{name} SI-SDR']:10.1f}{row[f'{name} silent']:8.1f}" for name in comparisons
+        )
+        print(f"{system:30s}{cells}")
 
 
 # ------------------------------------------------------------------ the checks 06 asserts

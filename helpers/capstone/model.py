@@ -16,12 +16,29 @@ import numpy as np
 
 from helpers.audio import DATA_DIR
 from helpers.capstone.data import CAPSTONE_DIR, capstone_manifest
-from helpers.capstone.recipe import check_loss_name, make_capstone_model, train_shipped
+from helpers.capstone.recipe import (
+    TRAINED_LOSSES,
+    check_loss_name,
+    make_capstone_model,
+    train_shipped,
+)
 from helpers.course import check_choice, check_int
 
+# The shipped weight files: every loss from training seed 0, and the masked loss also from
+# seeds 1 and 2, for 06's spread over training seeds.
+SHIPPED_SEEDS: dict[str, tuple[int, ...]] = {loss: (0,) for loss in TRAINED_LOSSES}
+SHIPPED_SEEDS["masked"] = (0, 1, 2)
+SHIPPED_RUNS: tuple[tuple[str, int], ...] = tuple(
+    (loss, seed) for loss, seeds in SHIPPED_SEEDS.items() for seed in seeds
+)
 
-def weights_path(loss: str) -> Path:
-    return DATA_DIR / CAPSTONE_DIR / f"denoiser_{check_loss_name(loss)}.weights.npz"
+
+def weights_path(loss: str, seed: int = 0) -> Path:
+    """Where the weights trained with ``loss`` from training seed ``seed`` are shipped (seed 0
+    has no suffix: ``denoiser_masked.weights.npz``, ``denoiser_masked_seed1.weights.npz``)."""
+    check_int(seed, "seed", 0)
+    suffix = f"_seed{seed}" if seed else ""
+    return DATA_DIR / CAPSTONE_DIR / f"denoiser_{check_loss_name(loss)}{suffix}.weights.npz"
 
 
 def weights_bytes(model: keras.Model) -> bytes:
@@ -57,22 +74,24 @@ def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int 
     """The capstone's denoiser trained with ``loss`` (``"masked"``, ``"question"`` for the
     voicing-loss question's per-frame loop, or one of the ablation's ``TRAINED_LOSSES``).
 
-    ``weights="shipped"`` loads the weights the recipe made (``scripts/train_capstone.py``,
-    with RNG seed 0), after checking their SHA-256 against ``data/manifest.json``: the models
+    ``weights="shipped"`` loads the weights the recipe made from training seed ``seed``
+    (``scripts/train_capstone.py``; ``SHIPPED_SEEDS``: 0 for every loss, 0, 1 and 2 for the
+    masked loss), after checking their SHA-256 against ``data/manifest.json``: the models
     notebook 06 compares. ``weights="train"`` runs the shipped recipe (``train_shipped``) now,
-    from RNG seed ``seed``, which takes minutes on a CPU.
+    from seed ``seed``, which takes minutes on a CPU.
     """
     check_loss_name(loss)
     check_choice(weights, ("shipped", "train"), "weights")
     seed = check_int(seed, "seed")
     if weights == "train":
         return train_shipped(loss, seed).model
-    if seed != 0:
+    if seed not in SHIPPED_SEEDS[loss]:
         raise ValueError(
-            f"the shipped weights were trained from seed 0; got seed={seed}. To "
-            "train from another seed, pass weights='train'."
+            f"the shipped {loss!r} weights were trained from seed(s) "
+            f"{', '.join(map(str, SHIPPED_SEEDS[loss]))}; got seed={seed}. To train from "
+            "another seed, pass weights='train'."
         )
-    path = weights_path(loss)
+    path = weights_path(loss, seed)
     expected = capstone_manifest()["weights"]["sha256"].get(path.name)
     if expected is None or not path.exists():
         raise FileNotFoundError(f"{path} is missing; run python scripts/train_capstone.py")
@@ -81,4 +100,4 @@ def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int 
             f"{path.name} does not match its SHA-256 in data/manifest.json; "
             "run python scripts/train_capstone.py, then scripts/make_data.py."
         )
-    return load_weights(make_capstone_model(0), path)
+    return load_weights(make_capstone_model(0), path)  # initial weights replaced
