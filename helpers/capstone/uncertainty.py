@@ -25,7 +25,7 @@ from helpers.course import check_choice
 
 CONFIDENCE = 0.95
 RESAMPLES = 9999
-TARGET_MARGIN_DB = 0.5  # issue 37's target on recorded noise: a mean margin at least this
+TARGET_MARGIN_DB = 0.5  # the capstone's target on recorded noise: a mean margin at least this
 SHORT_NAMES = {  # how the table names a baseline
     "low-pass": "low-pass",
     "spectral subtraction": "spectral subtr.",
