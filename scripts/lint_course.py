@@ -4,9 +4,9 @@ every violation at once, in the spirit of ``tensorflow_docs``' nblint:
     python scripts/lint_course.py            # every notebook, README.md and INSTRUCTORS.md
 
 Each rule protects a learner: the opening says what the notebook covers, needs and takes;
-Predict prompts come before their runs; proofs sit in collapsed ``proof`` cells; exercises
-have their heading, two hints and a solution; the notebooks stay within their size and their
-stated minutes; the two cases are never called "seed"; every fix step shows its gradient
+Predict prompts come before their runs and their answers after them, collapsed; proofs sit in
+collapsed ``proof`` cells and only assert; exercises have their heading, two hints and a
+solution; the notebooks stay within their size and their stated minutes; the two cases are never called "seed"; every fix step shows its gradient
 report and plot. ``tests/test_lint_course.py`` shows each rule catching what it is for.
 """
 
@@ -55,7 +55,7 @@ SHOWN_ONCE = {
 }
 # The fix steps that change the model's gradients: each shows a report and a plot.
 STEPS_WITH_A_PLOT = {"02_gru_state_fix": (1, 2, 3, 4, 5), "04_voicing_loss_fix": (1, 2, 4, 5)}
-MINUTES_TOLERANCE = 0.20  # the README's and the opening's minutes against the measure
+MINUTES_TOLERANCE = 0.20  # README's, the opening's and INSTRUCTORS' minutes against the measure
 
 OPENING_BULLETS = (
     re.compile(r"^- \*\*You will be able to:\*\* \S", re.M),
@@ -71,7 +71,6 @@ PYTHON_BLOCK = re.compile(r"(?:\A|\n\n)```python\n.*?\n```(?:\n\n|\Z)", re.S)
 SUMMARIES = ("Hint", "A second hint", "Show a solution")
 # The answer to a Predict prompt waits, collapsed, until the learner has run the cell.
 REVEAL = "What happened, and why"
-PROMPT = re.compile(r"\*\*Predict\b", re.I)  # **Predict:**, **Predict** before you run...
 PROOF_OUTPUT = re.compile(r"checked\b[^\n]{0,90}")  # all a proof cell may print
 # JupyterLab gives a code block its margins only directly in a cell, not inside <details>; this
 # box sets the solution's code off from the prose, in the theme's own border colour.
@@ -303,7 +302,7 @@ def prediction_problems(cells: list[dict], at_least: int) -> list[str]:
     prompts = [
         i
         for i, cell in enumerate(cells)
-        if cell["cell_type"] == "markdown" and PROMPT.search(source(cell))
+        if cell["cell_type"] == "markdown" and minutes.PROMPT.search(source(cell))
     ]
     problems = (
         [f"{len(prompts)} Predict prompts, at least {at_least} expected"]
@@ -324,9 +323,7 @@ def prediction_problems(cells: list[dict], at_least: int) -> list[str]:
                 f"Markdown cell that is one <details> block titled '{REVEAL}'"
             )
     for index, cell in enumerate(cells):
-        if is_reveal(cell) and not any(
-            i in prompts for i in range(max(previous_markdown(cells, index), 0), index)
-        ):
+        if is_reveal(cell) and previous_markdown(cells, index) not in prompts:
             problems.append(f"cell {index}: a '{REVEAL}' block answers no Predict prompt")
     for index, cell in enumerate(cells):
         if "raises-exception" in minutes.tags(cell) and index - 1 not in prompts:
