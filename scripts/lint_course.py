@@ -6,8 +6,9 @@ every violation at once, in the spirit of ``tensorflow_docs``' nblint:
 Each rule protects a learner: the opening says what the notebook covers, needs and takes;
 Predict prompts come before their runs and their answers after them, collapsed; proofs sit in
 collapsed ``proof`` cells and only assert; exercises have their heading, two hints and a
-solution; the notebooks stay within their size and their stated minutes; the two cases are never called "seed"; every fix step shows its gradient
-report and plot. ``tests/test_lint_course.py`` shows each rule catching what it is for.
+solution; the notebooks stay within their size and their stated minutes; the two cases are
+never called "seed"; every fix step shows its gradient report and plot.
+``tests/test_lint_course.py`` shows each rule catching what it is for.
 """
 
 from __future__ import annotations
