@@ -1,5 +1,5 @@
-"""helpers.capstone.uncertainty: the bootstrap interval, the wins, the best baseline and the
-margins of 06's table, on samples whose answers are known."""
+"""helpers.capstone.uncertainty: the bootstrap interval, the wins, the best baseline (from
+helpers.capstone.evaluation) and the margins of 06's table, on samples whose answers are known."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import pytest
 
 from helpers import capstone
 from helpers.capstone import held_back_mixtures
-from helpers.capstone.evaluation import Comparison
+from helpers.capstone.evaluation import Comparison, best_baseline
 from helpers.capstone.uncertainty import (
     MarginRow,
-    best_baseline,
     bootstrap_ci,
     per_mixture_margins,
     plot_margin_rows,
