@@ -194,38 +194,14 @@ class LabComputation:
         self._results: dict[LabSetting, LabResult] = {}
         self._adam: tuple[TrainingState, np.ndarray, np.ndarray, str] | None = None
 
-    def setting(
-        self,
-        clip: str,
-        loss: str,
-        mode: str = "eager",
-        policy: str = "keep",
-        else_scale: str = "off",
-        silence_weight: str = "1",
-    ) -> LabSetting:
-        """A checked setting of this lab's clips and losses."""
-        return make_setting(
-            clip,
-            loss,
-            mode,
-            policy,
-            else_scale,
-            silence_weight,
-            clips=self.examples,
-            losses=self.losses,
-        )
+    def setting(self, clip: str, loss: str, *choices: str, **named: str) -> LabSetting:
+        """A checked setting of this lab's clips and losses; the other choices (mode, policy,
+        else_scale, silence_weight) and their defaults are ``make_setting``'s."""
+        return make_setting(clip, loss, *choices, **named, clips=self.examples, losses=self.losses)
 
-    def result_for(
-        self,
-        clip: str,
-        loss: str,
-        mode: str = "eager",
-        policy: str = "keep",
-        else_scale: str = "off",
-        silence_weight: str = "1",
-    ) -> LabResult:
-        """The result of any setting (cached)."""
-        return self.result(self.setting(clip, loss, mode, policy, else_scale, silence_weight))
+    def result_for(self, clip: str, loss: str, *choices: str, **named: str) -> LabResult:
+        """The result of any setting (cached), the choices as ``setting`` takes them."""
+        return self.result(self.setting(clip, loss, *choices, **named))
 
     def tracing_count(self) -> int:
         """How many times the lab's ``tf.function``s have traced, all together."""

@@ -157,17 +157,11 @@ class GradientLab:
             v["clip"], v["loss"], v["mode"], v["policy"], v["else_scale"], v["silence_weight"]
         )
 
-    def result_for(
-        self,
-        clip: str,
-        loss: str,
-        mode: str = "eager",
-        policy: str = "keep",
-        else_scale: str = "off",
-        silence_weight: str = "1",
-    ) -> LabResult:
-        """The result of any setting (cached), without moving the controls or drawing."""
-        return self.lab.result_for(clip, loss, mode, policy, else_scale, silence_weight)
+    def result_for(self, clip: str, loss: str, *choices: str, **named: str) -> LabResult:
+        """The result of any setting (cached), without moving the controls or drawing: a clip,
+        a loss and, by name, any of mode, policy, else_scale and silence_weight (the defaults
+        are the lab's: ``eager``, ``keep``, ``off``, ``1``)."""
+        return self.lab.result_for(clip, loss, *choices, **named)
 
     def tracing_count(self) -> int:
         """How many times the lab's ``tf.function``s have traced, all together."""
