@@ -6,14 +6,13 @@ hides audio bytes and nothing else."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbval.plugin import find_comment_markers, find_metadata_tags
+from nbval_run import KERNELSPEC, cell_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -22,7 +21,6 @@ NOISE = re.compile(
     r"cpu_feature_guard|cudart_stub|at 0x[0-9a-f]{6,}|object at 0x"
 )
 IDS = [p.stem for p in NOTEBOOKS]
-SANITIZER = ROOT / "tests" / "nbval_sanitize.cfg"  # what ./course.sh passes to nbval
 
 
 def _code_cells(path):
@@ -136,7 +134,6 @@ def test_nbval_compares_the_outputs_of_at_least_nine_code_cells_in_ten():
 
 # The meta-test: tiny notebooks with stored outputs, each run once by nbval exactly as the test
 # commands run it (strict, with the sanitizer), all in one subprocess.
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 AUDIO = "from IPython.display import Audio\nAudio([0.0, 0.5, -0.5, 0.25], rate=8000)"
 LABELLED_AUDIO = (
     "from IPython.display import HTML, Audio\n"
@@ -204,34 +201,8 @@ def test_nbval_fails_when_an_output_changes_except_audio_bytes(tmp_path):
     ]
     notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC})
     nbformat.write(notebook, tmp_path / "cases.ipynb")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--nbval",
-            "--nbval-current-env",
-            f"--nbval-sanitize-with={SANITIZER}",
-            f"--rootdir={tmp_path}",
-            "-v",
-            "-p",
-            "no:cacheprovider",
-            str(tmp_path / "cases.ipynb"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    outcomes, stdout = cell_outcomes(tmp_path / "cases.ipynb")
     assert _audio() != _audio(0.25)  # so only the sanitizer can make audio_bytes_differ pass
     for index, (name, (*_, passes)) in enumerate(CASES.items()):
-        line = next(
-            (
-                line
-                for line in result.stdout.splitlines()
-                if re.match(rf"\S*::Cell {index} (PASSED|FAILED)", line)
-            ),
-            None,
-        )
-        assert line is not None, result.stdout[-2000:]
-        assert ("PASSED" in line) == passes, f"{name}: {line}\n{result.stdout[-3000:]}"
+        assert index in outcomes, stdout[-2000:]
+        assert outcomes[index] == passes, f"{name}: cell {index}\n{stdout[-3000:]}"

@@ -7,18 +7,17 @@ from __future__ import annotations
 import json
 import linecache
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbval_run import KERNELSPEC, cell_outcomes
 
 from helpers.course.tracebacks import MESSAGE_LINES, short_traceback, short_tracebacks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # course order
-SANITIZER = ROOT / "tests" / "nbval_sanitize.cfg"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 SHORT = 12  # lines, at most, for every intended error after the course's first
 CELL = "<a learner's cell>"
@@ -106,7 +105,6 @@ def test_outside_ipython_it_leaves_the_interpreter_alone():
 
 # ------------------------------------------------------------------ in a kernel, under nbval
 
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 TURN_ON = "from helpers.course import short_tracebacks\n\nshort_tracebacks()"  # no TensorFlow
 SOURCES = {  # cell: (source, tags)
     "turn on": (TURN_ON, []),
@@ -146,38 +144,10 @@ def test_in_a_kernel_errors_are_short_and_nbval_still_checks_them(tmp_path):
     for cell, (source, tags) in zip(notebook.cells, SOURCES.values(), strict=True):
         cell.source, cell.metadata = source, {"tags": tags} if tags else {}
     nbformat.write(notebook, tmp_path / "short.ipynb")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--nbval",
-            "--nbval-current-env",
-            f"--nbval-sanitize-with={SANITIZER}",
-            f"--rootdir={tmp_path}",
-            "-v",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:xdist",
-            str(tmp_path / "short.ipynb"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    outcomes, stdout = cell_outcomes(tmp_path / "short.ipynb")
     for index, (name, passes) in enumerate(PASSES.items()):
-        line = next(
-            (
-                line
-                for line in result.stdout.splitlines()
-                if re.match(rf"\S*::Cell {index} (PASSED|FAILED)", line)
-            ),
-            None,
-        )
-        assert line is not None, result.stdout[-2000:]
-        assert ("PASSED" in line) == passes, f"{name}: {line}\n{result.stdout[-3000:]}"
+        assert index in outcomes, stdout[-2000:]
+        assert outcomes[index] == passes, f"{name}: cell {index}\n{stdout[-3000:]}"
 
 
 # ------------------------------------------------------------------ the stored notebooks
