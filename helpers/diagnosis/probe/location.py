@@ -456,15 +456,21 @@ def _integer_line(found: _Said, loss_int: bool, facts: Facts) -> str:
     )
 
 
+def _sources_by_label(where: dict[str, str]) -> dict[str, list[str]]:
+    """``{source: label}`` turned round: the sources at each label, in order."""
+    by_label: dict[str, list[str]] = {}
+    for source, label in where.items():
+        by_label.setdefault(label, []).append(source)
+    return by_label
+
+
 def _left_line(found: _Said, loss_out: bool, facts: Facts) -> str:
     """Conversions to Python / NumPy, NumPy and Python marks, a NumPy / Python loss: one
     line."""
     lead = f"{facts.loss_subject}, and " if loss_out else ""
     marks = found.out_marks
     if found.left:
-        by_label: dict[str, list[str]] = {}
-        for source, label in found.left.items():
-            by_label.setdefault(label, []).append(source)
+        by_label = _sources_by_label(found.left)
         where = "; ".join(
             f"{some(which)} {verb(which, 'leaves', 'leave')} TensorFlow at {point(label)}"
             for label, which in by_label.items()
@@ -498,9 +504,7 @@ def _assigned_line(found: _Said) -> str:
             "them, never how their values were computed (assign / assign_add cut the path). "
             "Mark the tensors you assign instead."
         )
-    by_label: dict[str, list[str]] = {}
-    for source, label in found.assigned.items():
-        by_label.setdefault(label, []).append(source)
+    by_label = _sources_by_label(found.assigned)
     where = "; ".join(
         f"{some(which)} {verb(which, 'reaches', 'reach')} the loss only through {point(label)}"
         for label, which in by_label.items()
