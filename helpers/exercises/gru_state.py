@@ -1,23 +1,28 @@
 """Checkers for the exercises of 01_gru_state_reproduce and 02_gru_state_fix.
 
 Each checker runs the learner's function on a small step model whose weights come from a
-local seeded generator (the notebook's global random state is not touched), compares it with
-``helpers.recurrence.unroll``, and counts the step model's calls: a loop over frames calls it
-exactly once per frame, each time on one frame.
+local seeded generator (the notebook's global random state is not touched) and compares it with
+the reference, ``helpers.recurrence.unroll``, on generated clips and chunk plans
+(``helpers.exercises.compare``): outputs or loss, and every gradient, eagerly (where it also
+counts the step model's calls: a loop over frames calls it exactly once per frame, on one
+frame) and inside ``tf.function``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import keras
 import numpy as np
 import tensorflow as tf
+from hypothesis import strategies as st
 
 from helpers.audio import HOP_LENGTH, stft
 from helpers.course import sig
 from helpers.diagnosis import max_abs_diff, variable_name
 from helpers.exercises import CheckResult, run_check
+from helpers.exercises.compare import GRAPH_ONLY, error_text, first_difference, two_values
 from helpers.models import apply_masks, denoising_loss, make_gru_step_model
 from helpers.recurrence import unroll, zero_state
 
@@ -91,18 +96,24 @@ def _calls_fault(log: _CallLog, frames: int, batch: int, features: int) -> str |
     return None
 
 
+def _differing(grads, expected_grads, names) -> list[str]:
+    """The names whose gradient differs from the expected one beyond float32 roundoff (a
+    relative 1e-4 of the expected gradient's largest value)."""
+    return [
+        name
+        for g, e, name in zip(grads, expected_grads, names)
+        if g is None or max_abs_diff(g, e) > 1e-4 * (float(tf.reduce_max(tf.abs(e))) + 1e-12)
+    ]
+
+
 def _gradient_fault(grads, expected_grads, variables) -> str | None:
     missing = [variable_name(v) for g, v in zip(grads, variables) if g is None]
     if missing:
-        return f"The gradients of {', '.join(missing)} are None."
-    differing = [
-        variable_name(v)
-        for g, e, v in zip(grads, expected_grads, variables)
-        if max_abs_diff(g, e) > 1e-5 * (float(tf.reduce_max(tf.abs(e))) + 1e-12)
-    ]
+        return f"the gradients of {', '.join(missing)} are None."
+    differing = _differing(grads, expected_grads, [variable_name(v) for v in variables])
     if differing:
         return (
-            f"The gradients of {', '.join(differing)} differ from a full unroll's: "
+            f"the gradients of {', '.join(differing)} differ from a full unroll's: "
             "backprop through time is being cut somewhere."
         )
     return None
@@ -111,7 +122,41 @@ def _gradient_fault(grads, expected_grads, variables) -> str | None:
 # --------------------------------------------------------------------------- exercise 1.1
 
 
-_SEQUENCE_FRAMES = 40  # longer than any truncation period a learner tries
+@dataclass(frozen=True)
+class NoisyClip:
+    """A clip of random "speech" and noise, ``frames`` STFT frames long, from ``seed``."""
+
+    frames: int
+    seed: int
+
+    def make(self) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(noisy_spectrum (1, frames, 257), clean_audio (1, samples))``."""
+        samples = (self.frames - 1) * HOP_LENGTH
+        rng = np.random.default_rng(self.seed)
+        clean = tf.constant(0.1 * rng.standard_normal((1, samples)), tf.float32)
+        noise = 0.05 * rng.standard_normal((1, samples)).astype("float32")
+        return stft(clean + noise), clean
+
+    def __repr__(self) -> str:
+        return f"a clip of {self.frames} frames (noise seed {self.seed})"
+
+
+@cache
+def _graph_unroll(model: keras.Model):
+    """``unroll``'s outputs inside one ``tf.function`` for any number of frames (traced once):
+    the reference, fast enough to run on every generated clip."""
+    spec = tf.TensorSpec((1, None, model.inputs[0].shape[-1]), tf.float32)
+    return tf.function(lambda frames: unroll(model, frames)[0], input_signature=[spec])
+
+
+def reference_sequence_loss(step_model, noisy_spectrum, clean_audio) -> tf.Tensor:
+    """The reference answer to 1.1: ``unroll`` threads the state, ``apply_masks`` makes the
+    audio, ``denoising_loss`` compares it with the clean audio."""
+    masks = _graph_unroll(step_model)(tf.abs(noisy_spectrum))
+    return denoising_loss(clean_audio, apply_masks(masks, noisy_spectrum, clean_audio.shape[-1]))
+
+
+_SEQUENCE_FRAMES = 40  # the first clip: longer than any truncation period a learner tries
 
 
 def _first_cut(tape, states) -> int | None:
@@ -127,61 +172,101 @@ def _first_cut(tape, states) -> int | None:
     return None
 
 
+def _is_scalar(loss) -> str | None:
+    if not isinstance(loss, tf.Tensor) or loss.shape.rank != 0:
+        return (
+            f"expected a scalar tensor loss; got {type(loss).__name__} with shape "
+            f"{getattr(loss, 'shape', None)}."
+        )
+    return None
+
+
+def _sequence_fault(fn, clip: NoisyClip, graph: bool) -> str | None:
+    """How the learner's loss differs from the reference on ``clip``, or None."""
+    model, log = _counted(4, 257)
+    variables = model.trainable_weights
+    spectrum, clean = clip.make()
+    with tf.GradientTape() as tape:
+        expected = reference_sequence_loss(_small_model(4, 257), spectrum, clean)
+    expected_grads = tape.gradient(expected, variables)
+    where = f"On {clip!r}" + (" inside tf.function" if graph else "")
+    if graph:
+
+        @tf.function
+        def loss_and_grads():
+            with tf.GradientTape() as tape:
+                loss = fn(model, spectrum, clean)
+            return loss, tape.gradient(loss, variables)
+
+        try:
+            loss, grads = loss_and_grads()
+        except Exception as error:
+            return f"{where} your code raised {error_text(error)}. {GRAPH_ONLY}"
+        tape = None
+    else:
+        log.frame_shapes.clear()
+        log.states.clear()
+        try:
+            with tf.GradientTape(persistent=True) as tape:
+                loss = fn(model, spectrum, clean)
+        except Exception as error:
+            return f"{where} your code raised {error_text(error)}."
+        if fault := _calls_fault(log, clip.frames, 1, 257):
+            return f"{where}: {fault[0].lower()}{fault[1:]}"
+        grads = None
+    if fault := _is_scalar(loss):
+        return f"{where}: {fault}"
+    if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
+        got, want = two_values(loss, expected)
+        return f"{where} your loss is {got}; the reference (a full unroll) gives {want}."
+    if tape is not None:
+        grads = tape.gradient(loss, variables)
+        if _gradient_fault(grads, expected_grads, variables) is None:
+            return None
+        cut = _first_cut(tape, log.states)  # why they differ (costly: only when they do)
+        if cut is not None:
+            return (
+                f"{where}: the same loss, but the state step {cut} receives is cut off from "
+                "the step before it: backprop through time stops there, so earlier steps "
+                "learn nothing from what comes after. Pass each step the very tensor the step "
+                "before returned."
+            )
+    if fault := _gradient_fault(grads, expected_grads, variables):
+        return f"{where}: {fault}"
+    return None
+
+
+_CLIPS = st.builds(NoisyClip, st.integers(2, 72), st.integers(0, 2**16))
+
+
 def check_sequence_loss(function) -> CheckResult:
     """``function(step_model, noisy_spectrum, clean_audio)`` must return the denoising loss
     of a hand-threaded loop: one step-model call per frame, each given the state the step
     before returned (as a tensor), the masks turned into audio in TensorFlow; the same value
-    and gradients as a full unroll. Checked on 40 frames, and the tape must connect the state
-    each step receives to the one the step before received, so truncating the state anywhere
-    (``stop_gradient`` every k frames, NumPy, a Variable) fails at that step."""
+    and gradients as the reference (a full unroll). Compared eagerly on a 40-frame clip and
+    on generated clips of 2 to 72 frames (the notebook's have 47), and inside ``tf.function``
+    on short generated clips. The tape must connect the state each step receives to the one
+    the step before received, so truncating it anywhere fails at that step."""
 
     def check(fn):
-        model, log = _counted(4, 257)
-        samples = (_SEQUENCE_FRAMES - 1) * HOP_LENGTH
-        rng = np.random.default_rng(6)
-        clean = tf.constant(0.1 * rng.standard_normal((1, samples)), tf.float32)
-        noisy_spectrum = stft(clean + 0.05 * rng.standard_normal((1, samples)).astype("float32"))
-        frames = noisy_spectrum.shape[1]
-        variables = model.trainable_weights
-        with tf.GradientTape() as tape:
-            masks, _ = unroll(model, tf.abs(noisy_spectrum))
-            expected = denoising_loss(clean, apply_masks(masks, noisy_spectrum, samples))
-        expected_grads = tape.gradient(expected, variables)
-        log.frame_shapes.clear()
-        log.states.clear()
-        with tf.GradientTape(persistent=True) as tape:
-            loss = fn(model, noisy_spectrum, clean)
-        if not isinstance(loss, tf.Tensor) or loss.shape.rank != 0:
-            return (
-                False,
-                f"Expected a scalar tensor loss; got {type(loss).__name__} "
-                f"with shape {getattr(loss, 'shape', None)}.",
+        for graph, clips, traps, examples in (
+            (False, _CLIPS, [NoisyClip(_SEQUENCE_FRAMES, 6)], 3),
+            (True, st.builds(NoisyClip, st.integers(2, 6), st.integers(0, 2**16)), [], 1),
+        ):
+            difference = first_difference(
+                clips,
+                lambda clip, graph=graph: _sequence_fault(fn, clip, graph),
+                traps=traps,
+                examples=examples,
+                runs=12,
             )
-        fault = _calls_fault(log, frames, 1, 257)
-        if fault:
-            return False, fault
-        if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-            return (
-                False,
-                f"Your loss is {sig(float(loss))}; a loop that passes each state "
-                f"on gives {sig(float(expected))}.",
-            )
-        cut = _first_cut(tape, log.states)
-        if cut is not None:
-            return (
-                False,
-                f"The same loss, but the state step {cut} receives is cut off from the step "
-                "before it: backprop through time stops there, so earlier steps learn nothing "
-                "from what comes after. Pass each step the very tensor the step before "
-                "returned.",
-            )
-        fault = _gradient_fault(tape.gradient(loss, variables), expected_grads, variables)
-        if fault:
-            return False, fault
+            if difference is not None:
+                return False, difference.message
         return (
             True,
-            "One call per frame, each given the state the step before returned: the same "
-            "loss and gradients as a full unroll, over 40 frames.",
+            "One call per frame, each given the state the step before returned: the "
+            "reference's loss and gradients on every clip tried (2 to 72 frames), eagerly and "
+            "inside tf.function.",
         )
 
     return run_check(
@@ -190,160 +275,248 @@ def check_sequence_loss(function) -> CheckResult:
         check,
         hint="The tape follows operations, not names or containers: each frame's "
         "step must take the state the step before it returned, and the masks "
-        "must stay tensors all the way to the loss.",
+        "must stay tensors all the way to the loss. The clips are of any length.",
     )
 
 
 # --------------------------------------------------------------------------- exercise 2.1
 
-_STREAM_BINS, _STREAM_UNITS, _STREAM_FRAMES = 16, 4, 10
+_STREAM_BINS, _STREAM_UNITS = 16, 4
 
 
 class _Arrivals:
-    """Chunks that arrive one at a time; remembers how many step-model calls had been made
-    each time the next chunk was asked for."""
+    """Chunks that arrive one at a time, read once (as from a microphone); remembers how many
+    step-model calls had been made each time the next chunk was asked for."""
 
-    def __init__(self, frames: tf.Tensor, sizes: list[int], log: _CallLog):
-        self.frames, self.sizes, self.log = frames, sizes, log
+    def __init__(self, chunks: list[tf.Tensor], log: _CallLog | None):
+        self.chunks, self.log = chunks, log
         self.calls_at_request: list[int] = []
+        self._next = 0
 
     def __iter__(self):
-        start = 0
-        for size in self.sizes:
+        if self._next:
+            raise RuntimeError(
+                "the chunks arrive once, as from a microphone: a second pass over them "
+                "finds nothing. Keep what you need of each chunk as it arrives."
+            )
+        return self
+
+    def __next__(self) -> tf.Tensor:
+        if self.log is not None:
             self.calls_at_request.append(len(self.log.frame_shapes))
-            yield self.frames[:, start : start + size]
-            start += size
-        self.calls_at_request.append(len(self.log.frame_shapes))
+        if self._next == len(self.chunks):
+            self._next += 1
+            raise StopIteration
+        self._next += 1
+        return self.chunks[self._next - 1]
 
 
-def _chunk_sizes(frames: int, chunk_size: int) -> list[int]:
-    return [min(chunk_size, frames - start) for start in range(0, frames, chunk_size)]
+@dataclass(frozen=True)
+class ChunkPlan:
+    """Frames of random features cut into chunks of the given sizes, from ``seed``."""
+
+    sizes: tuple[int, ...]
+    seed: int
+
+    def make(self) -> tuple[tf.Tensor, list[tf.Tensor], tf.Tensor]:
+        """``(frames (1, time, 16), the chunks, weights for a loss over the outputs)``."""
+        rng = np.random.default_rng(self.seed)
+        time = sum(self.sizes)
+        frames = tf.constant(0.1 * rng.standard_normal((1, time, _STREAM_BINS)), tf.float32)
+        edges = [int(n) for n in np.cumsum([0, *self.sizes])]
+        chunks = [frames[:, a:b] for a, b in zip(edges, edges[1:])]
+        weights = tf.constant(rng.standard_normal((1, time, _STREAM_BINS)), tf.float32)
+        return frames, chunks, weights
+
+    def __repr__(self) -> str:
+        return f"chunks of {list(self.sizes)} frames (seed {self.seed})"
+
+
+def reference_truncated_unroll(step_model, chunks) -> tf.Tensor:
+    """The reference answer to 2.1: each chunk unrolled as it arrives from the state the one
+    before ended with, that state's gradient stopped at the edge."""
+    outputs, state = [], zero_state(step_model)
+    for chunk in chunks:
+        chunk_outputs, state = unroll(step_model, chunk, tf.stop_gradient(state))
+        outputs.append(chunk_outputs)
+    return tf.concat(outputs, axis=1)
+
+
+def _full_unroll(step_model, chunks) -> tf.Tensor:
+    return unroll(step_model, tf.concat(list(chunks), axis=1))[0]
+
+
+def _every_frame_cut(step_model, chunks) -> tf.Tensor:
+    frames = tf.concat(list(chunks), axis=1)
+    return unroll(step_model, frames, chunk_size=1)[0]
+
+
+def _outputs_and_gradients(fn, model, plan: ChunkPlan, log, graph: bool):
+    """``fn``'s outputs for the plan, and the gradients of a weighted sum of them with
+    respect to the variables and to each chunk (eagerly, or all inside ``tf.function``)."""
+    _, chunks, weights = plan.make()
+    variables = model.trainable_variables
+    arrivals = _Arrivals(chunks, log)
+
+    def run():
+        with tf.GradientTape() as tape:
+            tape.watch(chunks)
+            outputs = tf.convert_to_tensor(fn(model, arrivals))
+            loss = tf.reduce_sum(outputs * weights) if outputs.shape == weights.shape else None
+        if loss is None:
+            return outputs, None, None
+        grads = tape.gradient(loss, [*variables, *chunks])
+        return outputs, grads[: len(variables)], grads[len(variables) :]
+
+    if graph:
+        return (*tf.function(run)(), arrivals)
+    return (*run(), arrivals)
+
+
+def _stream_fault(fn, plan: ChunkPlan, graph: bool) -> str | None:
+    """How the learner's truncated unroll differs from the reference on ``plan``, or None."""
+    model, log = _counted(_STREAM_UNITS, _STREAM_BINS)
+    inner = _small_model(_STREAM_UNITS, _STREAM_BINS)  # the same variables, calls not logged
+    object.__setattr__(log, "forgive_repeats", True)  # keras.layers.RNN's output probe
+    log.frame_shapes.clear()
+    where = f"With {plan!r}" + (" inside tf.function" if graph else "")
+    try:
+        got, grads, chunk_grads, arrivals = _outputs_and_gradients(
+            fn, model, plan, None if graph else log, graph
+        )
+    except Exception as error:
+        cause = ""
+        if "_Arrivals" in str(error) or "generator" in str(error):
+            cause = (
+                " The chunks arrive one at a time, an iterator read once: loop over them "
+                "(or make a list of them first); TensorFlow cannot take the iterator itself."
+            )
+        elif graph:
+            cause = " " + GRAPH_ONLY
+        return f"{where}, your code raised {error_text(error)}.{cause}"
+    frames = sum(plan.sizes)
+    shape = (1, frames, _STREAM_BINS)
+    if tuple(got.shape) != shape:
+        return f"{where} you returned shape {tuple(got.shape)}; expected {shape}."
+    if not graph:
+        if fault := _calls_fault(log, frames, 1, _STREAM_BINS):
+            return f"{where}, {fault[0].lower()}{fault[1:]}"
+        done = [int(n) for n in np.cumsum([0, *plan.sizes])]
+        if arrivals.calls_at_request[: len(done)] != done:
+            return (
+                f"{where}, the step model had been called {arrivals.calls_at_request[:-1]} "
+                f"times when each chunk was read; each chunk is run before the next arrives "
+                f"({done[:-1]})."
+            )
+    references = {}
+    for name, reference in (
+        ("reference", reference_truncated_unroll),
+        ("full", _full_unroll),
+        ("every frame", _every_frame_cut),
+    ):
+        references[name] = _outputs_and_gradients(reference, inner, plan, None, False)[:3]
+    expected, expected_grads, expected_chunk_grads = references["reference"]
+    difference = max_abs_diff(got, expected)
+    if difference > 1e-5:
+        per_frame = tf.reduce_max(tf.abs(got - expected), axis=[0, 2]).numpy()
+        first_bad = int(np.flatnonzero(per_frame > 1e-5)[0])
+        return (
+            f"{where} your outputs differ from one full unroll by up to {sig(difference)}, "
+            f"first at frame {first_bad}: the forward pass must carry the state's value "
+            "across every edge."
+        )
+    variables = model.trainable_variables
+    missing = [variable_name(v) for g, v in zip(grads, variables) if g is None]
+    if missing:
+        return (
+            f"{where} the outputs are right, but {', '.join(missing)} get no gradient: the "
+            "cut stops more than the state. Stop only what crosses a chunk edge."
+        )
+    names = [variable_name(v) for v in variables]
+    chunk_names = [f"chunk {i + 1}" for i in range(len(plan.sizes))]
+    if not _differing(grads, expected_grads, names) and not _differing(
+        chunk_grads, expected_chunk_grads, chunk_names
+    ):
+        return None
+    full_grads, full_chunk_grads = references["full"][1:]
+    if len(plan.sizes) > 1 and not _differing(grads, full_grads, names) + _differing(
+        chunk_grads, full_chunk_grads, chunk_names
+    ):
+        return (
+            f"{where} the outputs are right, but the gradients are a full run's: nothing is "
+            "cut. The state crosses each chunk edge with its history; let only its value cross."
+        )
+    cut_grads, cut_chunk_grads = references["every frame"][1:]
+    if not _differing(grads, cut_grads, names) + _differing(
+        chunk_grads, cut_chunk_grads, chunk_names
+    ):
+        return (
+            f"{where} the outputs are right, but the gradient is cut inside a chunk too, at "
+            "every frame: an output does not reach the earlier frames of its own chunk as it "
+            "should. Cut at the chunk edges only."
+        )
+    wrong = _differing(chunk_grads, expected_chunk_grads, chunk_names)
+    if wrong:
+        return (
+            f"{where} the outputs are right, but the gradients with respect to "
+            f"{', '.join(wrong)} differ from those of a run cut at every chunk edge and only "
+            "there: a gradient crosses an edge it should not, or stops inside a chunk."
+        )
+    return (
+        f"{where} the outputs are right, but the gradients of "
+        f"{', '.join(_differing(grads, expected_grads, names))} differ from those of a run "
+        "cut at every chunk edge and only there."
+    )
+
+
+@st.composite
+def _chunk_plans(draw, most_frames: int) -> ChunkPlan:
+    sizes = draw(st.lists(st.integers(1, 8), min_size=1, max_size=6))
+    while sum(sizes) > most_frames:
+        sizes.pop()
+    return ChunkPlan(tuple(sizes), draw(st.integers(0, 2**16)))
 
 
 def check_truncated_unroll(function) -> CheckResult:
     """``function(step_model, chunks)`` gets the frames as chunks ``(1, n, features)`` that
-    arrive one at a time (an iterable) and must return all outputs ``(1, time, features)``:
-    each chunk run as it arrives from the state the previous chunk ended with, and backprop
-    through time cut at every chunk edge, and only there (truncated BPTT on chunks of any
-    size).
+    arrive one at a time (an iterator, read once) and must return all outputs
+    ``(1, time, features)``: each chunk run as it arrives from the state the previous chunk
+    ended with, and backprop through time cut at every chunk edge, and only there (truncated
+    BPTT on chunks of any size).
 
-    Checked for chunks of 3 (10 frames: the last chunk has 1), 4, 10 and 1 frames and uneven
-    chunks: the outputs equal one full unroll; the step model is called once per frame, on
-    one frame, and every frame of a chunk before the next chunk is read. On chunks of 3, 4
-    and 3: the variables' gradients equal those of a run cut at every edge, not a full
-    run's; the last output has no gradient with respect to the first chunk, and the one it
-    has with respect to its own chunk is intact."""
+    Compared with the reference on chunks of 3, 4 and 3 frames and on generated chunk plans
+    (1 to 6 chunks of 1 to 8 frames), eagerly and inside ``tf.function``: the outputs, and the
+    gradients of a weighted sum of them with respect to every variable and every chunk.
+    Eagerly the step model must be called once per frame, on one frame, and every frame of a
+    chunk before the next chunk is read."""
 
     def check(fn):
-        model, log = _counted(_STREAM_UNITS, _STREAM_BINS)
-        object.__setattr__(log, "forgive_repeats", True)  # keras.layers.RNN's output probe
-        rng = np.random.default_rng(7)
-        frames = tf.constant(
-            0.1 * rng.standard_normal((1, _STREAM_FRAMES, _STREAM_BINS)), tf.float32
+        for graph, plans, traps, examples in (
+            (False, _chunk_plans(24), [ChunkPlan((3, 4, 3), 7)], 4),
+            (True, _chunk_plans(8), [ChunkPlan((2, 3), 8)], 1),
+        ):
+            difference = first_difference(
+                plans,
+                lambda plan, graph=graph: _stream_fault(fn, plan, graph),
+                traps=traps,
+                examples=examples,
+                runs=12,
+            )
+            if difference is not None:
+                return False, difference.message
+        return (
+            True,
+            "Each chunk run as it arrives from the state the previous one ended with (the "
+            "outputs of one full run), and backprop cut at every chunk edge, nowhere else: "
+            "the reference's outputs and gradients on every plan tried, eagerly and inside "
+            "tf.function.",
         )
-        expected, _ = unroll(model, frames)
-        plans = {f"chunks of {n}": _chunk_sizes(_STREAM_FRAMES, n) for n in (3, 4, 10, 1)}
-        plans["chunks of 2, 5 and 3"] = [2, 5, 3]
-        for label, sizes in plans.items():
-            log.frame_shapes.clear()
-            arrivals = _Arrivals(frames, sizes, log)
-            got = tf.convert_to_tensor(fn(model, iter(arrivals)))
-            if tuple(got.shape) != tuple(expected.shape):
-                return (
-                    False,
-                    f"With {label} you returned shape {tuple(got.shape)}; "
-                    f"expected {tuple(expected.shape)}.",
-                )
-            fault = _calls_fault(log, _STREAM_FRAMES, 1, _STREAM_BINS)
-            if fault:
-                return False, f"With {label}, {fault[0].lower()}{fault[1:]}"
-            done = [int(n) for n in np.cumsum([0, *sizes])]
-            if arrivals.calls_at_request != done:
-                return (
-                    False,
-                    f"With {label}, the step model had been called "
-                    f"{arrivals.calls_at_request[:-1]} times when each chunk was "
-                    f"read; each chunk is run before the next arrives ({done[:-1]}).",
-                )
-            difference = max_abs_diff(got, expected)
-            if difference > 1e-5:
-                per_frame = tf.reduce_max(tf.abs(got - expected), axis=[0, 2]).numpy()
-                first_bad = int(np.flatnonzero(per_frame > 1e-5)[0])
-                return (
-                    False,
-                    f"With {label} your outputs differ from one full unroll by up "
-                    f"to {sig(difference)}, first at frame {first_bad}: the forward pass "
-                    "must carry the state's value across every edge.",
-                )
-        return _cut_at_every_edge(fn, model, frames, rng)
 
     return run_check(
         "Exercise 2.1 (truncate at the chunk edges)",
         function,
         check,
         hint="What crosses a chunk edge is the state: its value must cross, its "
-        "history must not. Cut there, and nowhere else.",
-    )
-
-
-def _cut_at_every_edge(fn, model, frames, rng) -> tuple[bool, str]:
-    """Compare the learner's gradients on chunks of 3, 4 and 3 with a full run's and with a
-    run whose state crosses each edge through ``tf.stop_gradient``."""
-    sizes = [3, 4, 3]
-    edges = [int(n) for n in np.cumsum([0, *sizes])]
-    chunks = [frames[:, a:b] for a, b in zip(edges, edges[1:])]
-    weights = tf.constant(rng.standard_normal(frames.shape[:2] + (_STREAM_BINS,)), tf.float32)
-    variables = model.trainable_variables
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(chunks)
-        got = tf.convert_to_tensor(fn(model, iter(chunks)))
-        runs = {"yours": got, "full": unroll(model, tf.concat(chunks, axis=1))[0]}
-        state, cut = zero_state(model), []
-        for chunk in chunks:
-            outputs, state = unroll(model, chunk, tf.stop_gradient(state))
-            cut.append(outputs)
-        runs["cut"] = tf.concat(cut, axis=1)
-        losses = {name: tf.reduce_sum(run * weights) for name, run in runs.items()}
-        last = {name: tf.reduce_sum(run[:, -1]) for name, run in runs.items()}
-    grads = {name: tape.gradient(loss, variables) for name, loss in losses.items()}
-    across = tape.gradient(last["yours"], chunks[:-1])  # every earlier chunk
-    within = {name: tape.gradient(last[name], chunks[-1]) for name in ("yours", "cut")}
-    del tape
-    missing = [variable_name(v) for g, v in zip(grads["yours"], variables) if g is None]
-    if missing:
-        return (
-            False,
-            f"The outputs are right, but {', '.join(missing)} get no gradient: the cut "
-            "stops more than the state. Stop only what crosses a chunk edge.",
-        )
-    if _gradient_fault(grads["yours"], grads["full"], variables) is None:
-        return (
-            False,
-            "The outputs are right, but the gradients are a full run's: nothing is cut. "
-            "The state crosses each chunk edge with its history; let only its value cross.",
-        )
-    reached = [i for i, g in enumerate(across) if g is not None and float(tf.reduce_max(tf.abs(g)))]
-    if reached:
-        return (
-            False,
-            f"The last output still has a gradient with respect to chunk {reached[-1] + 1} "
-            f"of {len(chunks)}: the state crosses a chunk edge with its history.",
-        )
-    if within["yours"] is None or max_abs_diff(within["yours"], within["cut"]) > 1e-5 * float(
-        tf.reduce_max(tf.abs(within["cut"]))
-    ):
-        return (
-            False,
-            "The gradient is cut inside a chunk too: the last output does not reach the "
-            "frames of its own chunk as it should. Cut at the chunk edges only.",
-        )
-    if _gradient_fault(grads["yours"], grads["cut"], variables) is not None:
-        return (
-            False,
-            "The gradients differ from a run cut at every chunk edge and only there.",
-        )
-    return (
-        True,
-        "Each chunk run as it arrives from the state the previous one ended with (the "
-        "outputs of one full run), and backprop cut at every chunk edge, nowhere else.",
+        "history must not. Cut there, and nowhere else, in a way that also works inside "
+        "tf.function.",
     )

@@ -1,0 +1,113 @@
+"""How every checker decides: the learner's answer against the exercise's reference solution,
+on a generated family of inputs.
+
+A checker describes its inputs as a Hypothesis strategy of plain Python values (sizes, lengths,
+offsets, values, labels, plans: each input prints as the code that makes it), and a function
+``differs(case)`` that runs the answer and the reference on one input and says how they differ,
+or returns None. ``first_difference`` tries the exercise's known traps first, then the
+generated inputs, and on a difference lets Hypothesis shrink the input to the smallest one on
+which the two still differ, so that the feedback names a small input.
+
+The search is derandomized (the same inputs, in the same order, on every run and every
+machine) and its cost is counted in runs of ``differs``, not in seconds, so the verdict and
+its message never depend on the machine's speed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from hypothesis import HealthCheck, Phase, Verbosity, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+
+__all__ = ["GRAPH_ONLY", "Difference", "error_text", "first_difference", "two_values"]
+
+Case = TypeVar("Case")
+
+
+@dataclass(frozen=True)
+class Difference(Generic[Case]):
+    """The smallest input found on which the answer and the reference differ, and how."""
+
+    case: Case
+    message: str
+
+
+def first_difference(
+    cases: st.SearchStrategy[Case],
+    differs: Callable[[Case], str | None],
+    *,
+    traps: Sequence[Case] = (),
+    examples: int = 20,
+    runs: int = 60,
+) -> Difference[Case] | None:
+    """The first input on which ``differs`` finds a difference, or None when there is none.
+
+    ``traps`` are tried first, in order (the known wrong answers' favourite inputs); then up to
+    ``examples`` inputs generated from ``cases``; a difference there is shrunk by Hypothesis.
+    ``runs`` bounds the calls of ``differs`` in the generated phase, shrinking included: once
+    spent, the smallest difference found so far is the answer. An exception raised by
+    ``differs`` is the checker's own (the answer's exceptions are ``differs``'s to report)."""
+    for case in traps:
+        message = differs(case)
+        if message is not None:
+            return Difference(case, message)
+    verdicts: dict[str, str | None] = {}  # by the input's repr: a replay gets the same verdict
+
+    def condition(case: Case) -> bool:
+        key = repr(case)
+        if key not in verdicts:
+            if len(verdicts) >= runs:
+                return False  # the budget is spent: shrinking stops at the best so far
+            verdicts[key] = differs(case)
+        return verdicts[key] is not None
+
+    search = settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+    )
+    try:
+        smallest = find(cases, condition, settings=search)
+    except NoSuchExample:
+        return None
+    return Difference(smallest, verdicts[repr(smallest)])
+
+
+def two_values(got: float, expected: float, least: int = 3) -> tuple[str, str]:
+    """``got`` and ``expected`` printed with the fewest significant digits (at least ``least``)
+    that tell them apart, so that a message never says "0.00337; expected 0.00337"."""
+    got, expected = float(got), float(expected)
+    for digits in range(least, 10):
+        shown = f"{got:.{digits}g}", f"{expected:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return f"{got!r}", f"{expected!r}"
+
+
+def error_text(error: BaseException) -> str:
+    """``Type (message)`` for an error the learner's code raised: the first line of its
+    message, or for an error raised inside ``tf.function`` (whose message starts "in user
+    code:" and ends with the cause) the last; no memory addresses."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if lines and lines[0] == "in user code:":
+        lines = lines[-1:]
+    text = re.sub(r" at 0x[0-9a-f]+", "", lines[0])[:160] if lines else ""
+    return f"{type(error).__name__} ({text})"
+
+
+# What to say when an answer that runs eagerly fails inside tf.function.
+GRAPH_ONLY = (
+    "Eagerly it runs, but inside tf.function a tensor has no value yet (no .numpy(), no "
+    "Python if on a tensor), and a tf.Variable made in the function is made once, when it is "
+    "traced: carry values as tensors."
+)
