@@ -7,141 +7,254 @@ the notebook's global random state is not touched.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import cache
 
 import keras
 import numpy as np
 import tensorflow as tf
+from hypothesis import strategies as st
 
-from helpers.audio import Clip, excerpt, load_clip, make_example
+from helpers.audio import Clip, Voicing, excerpt, load_clip, make_example
 from helpers.exercises import CheckResult, run_check
-from helpers.models import make_conv_denoiser, snapshot
+from helpers.exercises.compare import error_text, first_difference
+from helpers.models import enhance, make_conv_denoiser, snapshot
+from helpers.voicing import cond_loop_voicing_loss
 
 QUIET_SCALE = 3e-7  # vowel_a at this scale: the question's loss equals the silent file's
+SCALES = (1.0, 1e-3, QUIET_SCALE)
+STEP_CLIPS = ("vowel_a", "fricative_s", "silence", "utterance_1", "utterance_2")
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Frames ``start .. start + frames - 1`` of a course clip, scaled, plus seeded noise."""
+
+    clip: str
+    start: int
+    frames: int
+    scale: float = 1.0
+
+    def __repr__(self) -> str:
+        scaled = "" if self.scale == 1 else f" scaled by {self.scale:g}"
+        return f"{self.clip} frames {self.start}-{self.start + self.frames - 1}{scaled}"
 
 
 @cache
-def _unvoiced() -> Clip:
-    """8 frames of the fricative: unvoiced only. The question's loss is not the silent file's
-    constant there, and every variable has a gradient: a step, whatever the labels say."""
-    fricative = load_clip("fricative_s")
-    audio, labels = excerpt(fricative.clean, fricative.labels, 0, 8)
-    return make_example("fricative_s[0:8]", audio, labels, seed=103)
+def _example(excerpt_: Excerpt) -> Clip:
+    clip = load_clip(excerpt_.clip)
+    audio, labels = excerpt(
+        clip.clean, clip.labels, excerpt_.start, excerpt_.start + excerpt_.frames
+    )
+    return make_example(
+        repr(excerpt_),
+        audio * excerpt_.scale,
+        labels,
+        noise_rms=0.01 * excerpt_.scale,
+        seed=100 + excerpt_.start,
+    )
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """A model (``make_conv_denoiser(seed)``) with ``unused`` variables no loss reaches, listed
+    ``place`` ("first" or "last") among its variables, and the excerpts it is stepped on, in
+    order, with one Adam optimizer."""
+
+    excerpts: tuple[Excerpt, ...]
+    unused: int = 0
+    place: str = "first"
+    seed: int = 7
+
+    def __repr__(self) -> str:
+        model = f"model seed {self.seed}"
+        if self.unused:
+            model += f", {self.unused} unused variable(s) listed {self.place}"
+        return f"[{', '.join(map(repr, self.excerpts))}] ({model})"
 
 
 class _UnusedHead(keras.layers.Layer):
-    """A variable on the model's path that no loss can reach (``stop_gradient``): its gradient
-    is None on every clip, like the unused head of 00's model."""
+    """Variables on the model's path that no loss can reach (``stop_gradient``): their
+    gradients are None on every clip, like the unused head of 00's model."""
+
+    def __init__(self, count: int, **kwargs):
+        super().__init__(**kwargs)
+        self.count = count
 
     def build(self, input_shape):
-        self.head = self.add_weight(shape=(), initializer="ones", name="unused_head")
+        self.heads = [
+            self.add_weight(shape=(), initializer="ones", name=f"unused_{i}")
+            for i in range(self.count)
+        ]
 
     def call(self, inputs):
-        return inputs + 0.0 * tf.stop_gradient(self.head)
+        return inputs + 0.0 * tf.stop_gradient(tf.add_n(self.heads))
 
 
-def _with_unused_head(inner: keras.Model) -> keras.Model:
-    """``inner`` behind an ``_UnusedHead``, whose variable comes first in the list: a step
-    must not wait for every gradient, nor look at the first one only."""
+def _plan_model(plan: StepPlan) -> keras.Model:
+    inner = make_conv_denoiser(seed=plan.seed)
+    if not plan.unused:
+        return inner
     noisy = keras.Input(shape=(None, 1), name="noisy")
-    return keras.Model(noisy, inner(_UnusedHead(name="head")(noisy)), name="with_unused_head")
+    head = _UnusedHead(plan.unused, name="head")
+    output = inner(head(noisy)) if plan.place == "first" else head(inner(noisy))
+    return keras.Model(noisy, output, name="with_unused_variables")
+
+
+def reference_train_step_or_skip(model, optimizer, example) -> bool:
+    """The reference answer to 3.1: the gradients of the question's loss, applied (those that
+    exist) when any exists; else nothing touched."""
+    with tf.GradientTape() as tape:
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio), example.labels)
+    variables = model.trainable_variables
+    pairs = [(g, v) for g, v in zip(tape.gradient(loss, variables), variables) if g is not None]
+    if not pairs:
+        return False
+    optimizer.apply_gradients(pairs)
+    return True
+
+
+def _why(example: Clip, stepped: bool, plan: StepPlan) -> str:
+    """Why the reference did what it did on ``example``: what a wrong decision looked at."""
+    voicing = "".join(str(int(v)) for v in example.labels.voicing)
+    labels = f"labels {voicing} (0 silent, 1 voiced, 2 unvoiced)"
+    if not stepped:
+        speech = example.labels.voicing != Voicing.SILENT
+        also = (
+            ": the labels say there is speech, but the question's loss reaches no variable "
+            "here; decide from the gradients, not from the labels"
+            if speech.any()
+            else ""
+        )
+        return f"every gradient is None ({labels}){also}"
+    reasons = []
+    if not (example.labels.voicing == Voicing.VOICED).any():
+        reasons.append("no voiced frame, yet gradients: decide from them, not from the labels")
+    if example.clean.std() < 1e-5:
+        reasons.append(
+            "the loss is about the silent file's, yet gradients: decide from them, not from "
+            "the loss value"
+        )
+    if plan.unused:
+        reasons.append(
+            f"{plan.unused} unused variable(s), listed {plan.place}, always get None: skip only "
+            "when every gradient is None, not when one or most are"
+        )
+    return f"gradients exist ({labels}{'; ' if reasons else ''}{'; '.join(reasons)})"
 
 
 @cache
-def _examples() -> tuple[Clip, Clip, Clip]:
-    """A short voiced example (8 frames of vowel_a), a short silent one (8 frames), and the
-    voiced one scaled down to about -140 dB: the question's loss on it is the silent file's
-    value to the last bit (2 x epsilon in float32), yet every variable has a gradient."""
-    vowel = load_clip("vowel_a")
-    audio, labels = excerpt(vowel.clean, vowel.labels, 0, 8)
-    voiced = make_example("vowel_a[0:8]", audio, labels, seed=101)
-    quiet = make_example(
-        "quiet vowel_a[0:8]", audio * QUIET_SCALE, labels, noise_rms=0.01 * QUIET_SCALE, seed=101
-    )
-    silence = load_clip("silence")
-    audio, labels = excerpt(silence.clean, silence.labels, 0, 8)
-    silent = make_example("silence[0:8]", audio, labels, seed=102)
-    return voiced, silent, quiet
+def _reference_run(plan: StepPlan) -> tuple[tuple[bool, tuple[np.ndarray, ...]], ...]:
+    """What the reference returns, and the weights after it, for every call of the plan
+    (the same for every answer: computed once per plan)."""
+    model, optimizer = _plan_model(plan), keras.optimizers.Adam(learning_rate=1e-3)
+    run = []
+    for excerpt_ in plan.excerpts:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            applied = reference_train_step_or_skip(model, optimizer, _example(excerpt_))
+        run.append((applied, tuple(snapshot(model))))
+    return tuple(run)
 
 
-def _moved(before: list[np.ndarray], model: keras.Model) -> float:
-    return float(max(np.max(np.abs(a - b)) for a, b in zip(snapshot(model), before)))
-
-
-def _step_fault(fn, model, optimizer, example, why: str | None) -> str | None:
-    """What is wrong with one call of the learner's step, or None. ``why`` says why this call
-    must be a step (None: it must be skipped)."""
-    before = snapshot(model)
-    iterations = int(optimizer.iterations)
-    with warnings.catch_warnings():  # Keras names the unused head's None gradient: expected
-        warnings.simplefilter("ignore")
-        applied = fn(model, optimizer, example)
-    moved = _moved(before, model)
-    stepped = int(optimizer.iterations) - iterations
-    if not isinstance(applied, (bool, np.bool_)):
-        return f"On {example.name} you returned {applied!r}; expected True or False."
-    if why is not None and not (applied and stepped == 1):
-        return (
-            f"{why}, you returned {applied} and the optimizer took {stepped} step(s); "
-            "expected one step and True."
-        )
-    if why is None and (applied or stepped or moved):
-        return (
-            f"On the silent clip {example.name} you returned {applied}, the optimizer took "
-            f"{stepped} step(s) and the weights moved by up to {moved:.2g}; expected False, "
-            "no step and no movement (also right after a voiced step, when Adam has momentum)."
-        )
+def _plan_fault(fn, plan: StepPlan) -> str | None:
+    """How the learner's steps differ from the reference's on the plan, or None: the returned
+    value, the optimizer's step count, and the weights, after every call."""
+    model, optimizer = _plan_model(plan), keras.optimizers.Adam(learning_rate=1e-3)
+    for number, (excerpt_, (expected, weights)) in enumerate(
+        zip(plan.excerpts, _reference_run(plan)), 1
+    ):
+        example = _example(excerpt_)
+        where = f"On {plan!r}, call {number} ({excerpt_!r})"
+        iterations = int(optimizer.iterations)
+        with warnings.catch_warnings():  # Keras names the unused variables' None gradients
+            warnings.simplefilter("ignore")
+            try:
+                applied = fn(model, optimizer, example)
+            except Exception as error:
+                why = "" if expected else f"; here {_why(example, expected, plan)}"
+                return f"{where}: your code raised {error_text(error)}{why}."
+        if not isinstance(applied, (bool, np.bool_)):
+            return f"{where}: you returned {applied!r}; expected True or False."
+        stepped = int(optimizer.iterations) - iterations
+        moved = max(float(np.max(np.abs(a - b))) for a, b in zip(snapshot(model), weights))
+        why = _why(example, expected, plan)
+        if expected and not (applied and stepped == 1):
+            return (
+                f"{where}, {why}. The reference steps and returns True; you returned "
+                f"{applied} and the optimizer took {stepped} step(s)."
+            )
+        if not expected and (applied or stepped or moved):
+            return (
+                f"{where}, {why}. The reference returns False and touches nothing; you "
+                f"returned {applied}, the optimizer took {stepped} step(s) and the weights "
+                f"differ from the reference's by up to {moved:.2g} (after a step, Adam's "
+                "momentum moves them even on zero gradients)."
+            )
+        if moved > 1e-6:
+            return (
+                f"{where}: you stepped as the reference does, but the weights differ from "
+                f"its by up to {moved:.2g}: apply the gradients of the question's loss, as "
+                "they are."
+            )
     return None
 
 
-_QUIET = (
-    "Its loss is exactly the silent file's, yet every variable has a gradient: decide from the "
-    "gradients, not from the loss value"
+@st.composite
+def _step_plans(draw) -> StepPlan:
+    excerpts = []
+    for _ in range(draw(st.integers(1, 3))):
+        name = draw(st.sampled_from(STEP_CLIPS))
+        total = len(load_clip(name).labels.voicing)
+        frames = draw(st.integers(2, 6))
+        start = draw(st.integers(0, total - frames))
+        excerpts.append(Excerpt(name, start, frames, draw(st.sampled_from(SCALES))))
+    unused = draw(st.integers(0, 6))
+    place = draw(st.sampled_from(["first", "last"]))
+    return StepPlan(tuple(excerpts), unused, place, draw(st.integers(0, 20)))
+
+
+# Tried first: a very quiet voiced clip (its loss equals the silent file's while the model's
+# output bias is still zero, as before the first step), silence, a voiced clip and silence
+# again (after a step Adam has momentum), an unvoiced clip, a clip whose labels have speech but
+# whose gradients are all None; one unused variable listed first, and more unused variables
+# than used ones, listed last.
+STEP_TRAPS = (
+    StepPlan(
+        (
+            Excerpt("vowel_a", 0, 4, QUIET_SCALE),
+            Excerpt("silence", 0, 4),
+            Excerpt("vowel_a", 0, 4),
+            Excerpt("silence", 0, 4),
+            Excerpt("fricative_s", 0, 4),
+            Excerpt("utterance_1", 6, 5),
+        )
+    ),
+    StepPlan((Excerpt("vowel_a", 0, 3),), 1, "first", 8),
+    StepPlan((Excerpt("vowel_a", 0, 3), Excerpt("silence", 0, 3)), 6, "last", 9),
 )
-_UNVOICED = (
-    "Its loss is not constant and every variable has a gradient: decide from the gradients, "
-    "not from the labels"
-)
-_UNUSED = "its gradient is always None: skip only when every gradient is None, not when one is"
 
 
 def check_train_step_or_skip(function) -> CheckResult:
     """``function(model, optimizer, example)`` must take one optimizer step with the question's
     loss when any gradient exists and return True, and otherwise leave the model and the
-    optimizer untouched and return False. A very quiet voiced clip, whose loss equals the
-    silent file's, must still be a step: the decision comes from the gradients, not the loss."""
+    optimizer untouched and return False. Compared with the reference after every call, on the
+    traps above and on generated plans: excerpts of voiced, unvoiced, silent and mixed clips
+    (some with speech in their labels and no gradient), at full scale and far down, and models
+    with up to six unused variables listed first or last."""
 
     def check(fn):
-        voiced, silent, quiet = _examples()
-        unvoiced = _unvoiced()
-        model = make_conv_denoiser(seed=7)
-        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
-        # the quiet clip first: its loss equals the silent file's only while the model's
-        # output bias is still zero, as it is before the first voiced step
-        quiet_why = f"On {quiet.name}, a voiced clip about 140 dB down ({_QUIET})"
-        unused_why = f"With a model whose variable no loss uses ({_UNUSED}), on the voiced clip"
-        plan = [
-            (model, optimizer, quiet, quiet_why),
-            (model, optimizer, silent, None),
-            (model, optimizer, voiced, f"On the voiced clip {voiced.name}"),
-            (model, optimizer, silent, None),
-            (model, optimizer, unvoiced, f"On {unvoiced.name}, an unvoiced clip with no voiced "
-                                         f"frame ({_UNVOICED})"),
-        ]  # fmt: skip
-        headed = _with_unused_head(make_conv_denoiser(seed=8))
-        head_optimizer = keras.optimizers.Adam(learning_rate=1e-3)
-        plan += [
-            (headed, head_optimizer, voiced, unused_why),
-            (headed, head_optimizer, silent, None),
-        ]  # fmt: skip
-        for model, optimizer, example, why in plan:
-            fault = _step_fault(fn, model, optimizer, example, why)
-            if fault:
-                return False, fault
+        difference = first_difference(
+            _step_plans(), lambda plan: _plan_fault(fn, plan), traps=STEP_TRAPS, examples=3,
+            runs=8,
+        )  # fmt: skip
+        if difference is not None:
+            return False, difference.message
         return True, (
-            "Voiced and unvoiced clips train, even a very quiet one and with an unused "
-            "variable in the model, and silent clips are skipped without touching the "
-            "weights or Adam's state."
+            "The reference's decision, return value and weights after every call: voiced and "
+            "unvoiced clips train (a very quiet one too, and with unused variables first or "
+            "last), clips with no gradient are skipped without touching the weights or "
+            "Adam's state, whatever their labels say."
         )
 
     return run_check(
@@ -149,9 +262,9 @@ def check_train_step_or_skip(function) -> CheckResult:
         function,
         check,
         hint="Look at what the list of gradients holds on a silent file, and decide "
-        "from that list, not from the loss value: a quiet voiced file can have "
-        "the very same loss. Turning None into zeros is not skipping: Adam's "
-        "momentum would still move the weights.",
+        "from that list, not from the loss value or the labels: a quiet voiced file can have "
+        "the very same loss, and labels can say speech where no gradient exists. Turning None "
+        "into zeros is not skipping: Adam's momentum would still move the weights.",
     )
 
 
