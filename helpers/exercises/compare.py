@@ -48,7 +48,8 @@ def first_difference(
     """The first input on which ``differs`` finds a difference, or None when there is none.
 
     ``traps`` are tried first, in order (the known wrong answers' favourite inputs); then up to
-    ``examples`` inputs generated from ``cases``; a difference there is shrunk by Hypothesis.
+    ``examples`` inputs generated from ``cases`` (none when 0); a difference there is shrunk by
+    Hypothesis.
     ``runs`` bounds the calls of ``differs`` in the generated phase, shrinking included: once
     spent, the smallest difference found so far is the answer. An exception raised by
     ``differs`` is the checker's own (the answer's exceptions are ``differs``'s to report)."""
@@ -56,6 +57,8 @@ def first_difference(
         message = differs(case)
         if message is not None:
             return Difference(case, message)
+    if not examples:
+        return None
     verdicts: dict[str, str | None] = {}  # by the input's repr: a replay gets the same verdict
 
     def condition(case: Case) -> bool:

@@ -6,6 +6,7 @@ the notebook's global random state is not touched.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from functools import cache
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from helpers.audio import Clip, Voicing, excerpt, load_clip, make_example
 from helpers.exercises import CheckResult, run_check
-from helpers.exercises.compare import error_text, first_difference
+from helpers.exercises.compare import GRAPH_ONLY, error_text, first_difference, two_values
 from helpers.models import enhance, make_conv_denoiser, snapshot
 from helpers.voicing import cond_loop_voicing_loss
 
@@ -269,9 +270,11 @@ def check_train_step_or_skip(function) -> CheckResult:
 
 
 def _reference_distance(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> float:
+    """The reference answer to 4.1's value, in float64: NaN where a selected value is NaN."""
     if not mask.any():
         return 0.0
-    per_frame = np.mean((np.log(est[mask]) - np.log(ref[mask])) ** 2, axis=-1)
+    selected_est, selected_ref = est[mask].astype(np.float64), ref[mask].astype(np.float64)
+    per_frame = np.mean((np.log(selected_est) - np.log(selected_ref)) ** 2, axis=-1)
     return float(per_frame.mean())
 
 
@@ -298,131 +301,228 @@ def _run(fn, ref, est, mask, graph: bool):
     return tf.function(value_and_grad)() if graph else value_and_grad()
 
 
-def _distance_cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
-    rng = np.random.default_rng(2024)
-    ref = rng.uniform(0.1, 2.0, (6, 5)).astype(np.float32)
-    est = rng.uniform(0.1, 2.0, (6, 5)).astype(np.float32)
-    mask = np.array([True, False, True, True, False, False])
-    silent_ref = ref.copy()
-    silent_ref[~mask] = 0.0  # silent frames: the reference magnitude is exactly zero there
-    silent_est = est.copy()
-    silent_est[4] = 0.0  # and the estimate is exactly zero on one masked-out frame
+TINY = float(np.finfo(np.float32).tiny)  # the smallest normal float32, about 1.2e-38
+
+
+@dataclass(frozen=True)
+class Magnitudes:
+    """4.1's input: reference and estimate magnitudes ``(frames, bins)`` and the frame mask."""
+
+    reference: tuple[tuple[float, ...], ...]
+    estimate: tuple[tuple[float, ...], ...]
+    mask: tuple[bool, ...]
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        bins = len(self.reference[0]) if self.reference else 1
+        ref = np.array(self.reference, np.float32).reshape(len(self.mask), bins)
+        est = np.array(self.estimate, np.float32).reshape(len(self.mask), bins)
+        return ref, est, np.array(self.mask, bool).reshape(len(self.mask))
+
+    def __repr__(self) -> str:
+        def rows(values):
+            return (
+                "["
+                + ", ".join("[" + ", ".join(f"{v:.3g}" for v in row) + "]" for row in values)
+                + "]"
+            )
+
+        return (
+            f"reference_mag={rows(self.reference)}, estimate_mag={rows(self.estimate)}, "
+            f"mask={[int(m) for m in self.mask]}"
+        )
+
+
+def _as_case(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> Magnitudes:
+    return Magnitudes(
+        tuple(map(tuple, ref.tolist())), tuple(map(tuple, est.tolist())), tuple(mask.tolist())
+    )
+
+
+def _distance_traps() -> list[Magnitudes]:
+    """Every frame selected; silent frames (zero magnitudes) outside the mask; no frame
+    selected (a file without speech); a quiet selected frame, far below any epsilon yet not
+    silent (float32 is normal down to 1.2e-38); a NaN in the estimate on a selected frame (a
+    model gone wrong: the loss must show it) and on a frame outside the mask (ignored)."""
+    ref = np.array([[0.5, 1.2], [0.8, 0.3], [1.5, 1.3], [0.7, 1.1]], np.float32)
+    est = np.array([[0.9, 0.4], [1.1, 0.6], [0.6, 1.3], [0.2, 0.8]], np.float32)
+    mask = np.array([True, False, True, False])
+    silent_ref, silent_est = ref.copy(), est.copy()
+    silent_ref[~mask] = 0.0
+    silent_est[3] = 0.0
     quiet_ref, quiet_est = silent_ref.copy(), silent_est.copy()
-    quiet_ref[2] *= 1e-36  # a selected frame far below any epsilon, yet not silent: a plain
-    quiet_est[2] *= 1e-36  # log gives it its true distance (float32 is normal down to 1e-38)
+    quiet_ref[2] *= 1e-38  # just above the smallest normal float32
+    quiet_est[2] *= 1e-25  # its gradient stays finite in float32
+    broken_est = silent_est.copy()
+    broken_est[1, 0] = np.nan
+    broken_est[2, 1] = np.nan
     return [
-        ("every frame selected, no zeros", ref, est, np.ones(6, dtype=bool)),
-        ("silent frames (zero magnitudes) outside the mask", silent_ref, silent_est, mask),
-        (
-            "no frame selected (a file without speech)",
-            silent_ref,
-            silent_est,
-            np.zeros(6, dtype=bool),
-        ),
-        ("a quiet selected frame (magnitudes near 1e-36, not zero)", quiet_ref, quiet_est, mask),
+        _as_case(ref, est, np.ones(4, dtype=bool)),
+        _as_case(silent_ref, silent_est, mask),
+        _as_case(silent_ref, silent_est, np.zeros(4, dtype=bool)),
+        _as_case(quiet_ref, quiet_est, mask),
+        _as_case(silent_ref, broken_est, mask),
     ]
 
 
-def _distance_fault(name, ref, est, mask, value, grad) -> str | None:
-    """What is wrong with the learner's value and gradient on one case, or None."""
+# Selected magnitudes: positive, from the smallest normal float32 to the largest finite for
+# the reference; from 1e-25 to 1e30 for the estimate, whose gradient about 1/E then stays a
+# normal float32. Outside the mask: zeros (silence) or any positive value, and in the estimate
+# also NaN (a model gone wrong on a frame the loss does not look at).
+LARGEST = float(np.finfo(np.float32).max)  # about 3.4e38
+_REFERENCE_VALUES = st.floats(TINY, LARGEST, width=32)
+_ESTIMATE_VALUES = st.floats(float(np.float32(1e-25)), float(np.float32(1e30)), width=32)
+_OUTSIDE_REFERENCE = st.one_of(st.just(0.0), _REFERENCE_VALUES)
+_OUTSIDE_ESTIMATE = st.one_of(st.just(0.0), _REFERENCE_VALUES, st.just(math.nan))
+
+
+@st.composite
+def _magnitudes(draw) -> Magnitudes:
+    frames, bins = draw(st.integers(0, 6)), draw(st.integers(1, 4))
+    mask = draw(st.lists(st.booleans(), min_size=frames, max_size=frames))
+    reference, estimate = [], []
+    for selected in mask:
+        values = st.lists(
+            _REFERENCE_VALUES if selected else _OUTSIDE_REFERENCE, min_size=bins, max_size=bins
+        )
+        reference.append(tuple(draw(values)))
+        values = st.lists(
+            _ESTIMATE_VALUES if selected else _OUTSIDE_ESTIMATE, min_size=bins, max_size=bins
+        )
+        estimate.append(tuple(draw(values)))
+    return Magnitudes(tuple(reference), tuple(estimate), tuple(mask))
+
+
+def _distance_fault(case: Magnitudes, value, grad, graph: bool) -> str | None:
+    """What is wrong with the learner's value and gradient on one input, or None."""
+    ref, est, mask = case.arrays()
+    where = f"On {case!r}" + (" inside tf.function" if graph else "")
     expected = _reference_distance(ref, est, mask)
-    value = float(value)
-    if not np.isfinite(value) or abs(value - expected) > 1e-4 * max(1.0, abs(expected)):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return f"{where}: expected a scalar tensor; got {value!r}."
+    if math.isnan(expected):
+        if not math.isnan(value):
+            return (
+                f"{where}: the value is {value:.5g}; the reference gives nan. A NaN in the "
+                "estimate on a selected frame is a model gone wrong, and the loss must show "
+                "it: patching a NaN result to a number hides it."
+            )
+        return None
+    if not math.isfinite(value) or abs(value - expected) > 1e-4 * max(1.0, abs(expected)):
+        got, want = two_values(value, expected, least=5)
         fault = ""
-        if "quiet" in name and np.isfinite(value):
+        selected = np.concatenate([ref[mask].ravel(), est[mask].ravel()])
+        if math.isfinite(value) and selected.size and selected.min() < 1e-20:
             fault = (
-                " A floor or an epsilon inside the log changes the distance of "
-                "quiet frames; the exercise asks for the exact distance."
+                " A floor or an epsilon inside the log changes the distance of quiet "
+                "frames; the exercise asks for the exact distance."
+            )
+        elif not mask.any() and np.isnan(est).any():
+            fault = (
+                " With no frame selected the value is 0.0, whatever the estimate holds outside "
+                "the mask (a NaN there included): 0 x NaN is NaN."
             )
         elif not mask.any():
             fault = " With no frame selected, the average is 0 / 0."
-        elif not np.isfinite(value):
+        elif not math.isfinite(value):
             fault = (
-                " The value itself is not finite: the log of a zero magnitude "
-                "outside the mask is -inf, and a 0/1 mask multiplies it "
+                " The value itself is not finite: the log of a zero magnitude outside the "
+                "mask is -inf (and a NaN there stays NaN), and a 0/1 mask multiplies it "
                 "(0 x inf = NaN)."
             )
-        return f"Case '{name}': the value is {value:.5g}; expected {expected:.5g}.{fault}"
+        return f"{where}: the value is {got}; the reference gives {want}.{fault}"
     if grad is None and not mask.any():
         return (
-            f"Case '{name}': the value is right, but its gradient with "
-            "respect to estimate_mag is None: with no frame selected your "
-            "function returns a constant that does not depend on the "
-            "estimate (a tf.cond or an if that picks a constant branch). A "
-            "loss built from it gives all-None gradients on a file without "
-            "speech, notebook 03's error. Return a result still computed "
-            "from estimate_mag."
+            f"{where}: the value is right, but its gradient with respect to estimate_mag is "
+            "None: with no frame selected your function returns a constant that does not "
+            "depend on the estimate (a tf.cond or an if that picks a constant branch). A loss "
+            "built from it gives all-None gradients on a file without speech, notebook 03's "
+            "error. Return a result still computed from estimate_mag."
         )
     if grad is None:
         return (
-            f"Case '{name}': the gradient with respect to estimate_mag is "
-            "None; compute the distance from estimate_mag with TensorFlow "
-            "ops (no NumPy, no .numpy())."
+            f"{where}: the gradient with respect to estimate_mag is None; compute the "
+            "distance from estimate_mag with TensorFlow ops (no NumPy, no .numpy())."
         )
     grad = tf.convert_to_tensor(grad).numpy()
     if not np.all(np.isfinite(grad)):
         bad = sorted({int(i) for i in np.argwhere(~np.isfinite(grad))[:, 0]})
-        cause = (
-            " Nothing is selected, so the average divides 0 by 0; a NaN in a "
-            "branch that tf.where throws away still reaches the gradient."
-            if not mask.any()
-            else " The log of a zero magnitude outside the mask has an infinite slope, "
-            "and tf.where passes 0 x inf = NaN back to it."
-        )
-        return (
-            f"Case '{name}': the gradient is NaN/inf on frames {bad} "
-            f"(mask = {mask.astype(int).tolist()}).{cause}"
-        )
+        outside = np.concatenate([est[~mask].ravel(), ref[~mask].ravel()])
+        causes = []
+        if np.any((outside == 0) | np.isnan(outside)):
+            causes.append(
+                "the log of a zero (or NaN) magnitude outside the mask has no finite slope, "
+                "and tf.where passes 0 x inf = NaN back to it"
+            )
+        if not mask.any():
+            causes.append("with nothing selected, an average divides 0 by 0")
+        cause = " " + "; or ".join(causes).capitalize() + "." if causes else ""
+        return f"{where}: the gradient is NaN/inf on frames {bad}.{cause}"
     if np.any(grad[~mask] != 0):
-        return f"Case '{name}': frames outside the mask get a non-zero gradient."
+        return f"{where}: frames outside the mask get a non-zero gradient."
     expected_grad = _reference_gradient(ref, est, mask)
     scale = float(np.max(np.abs(expected_grad[mask]))) if mask.any() else 0.0
     if mask.any() and not np.allclose(
-        grad[mask], expected_grad[mask], rtol=1e-3, atol=1e-6 * scale
+        grad[mask], expected_grad[mask], rtol=1e-3, atol=max(1e-6 * scale, 1e-30)
     ):
         if not np.any(grad[mask]):
             return (
-                f"Case '{name}': the value is right, but its gradient on the selected frames "
-                "is zero, where the distance depends on the estimate: the model could not "
-                "learn from it. A stop_gradient, or a term that only reconnects the graph "
-                "(0 x something), gives the look of a gradient without one."
+                f"{where}: the value is right, but its gradient on the selected frames is "
+                "zero, where the distance depends on the estimate: the model could not learn "
+                "from it. A stop_gradient, or a term that only reconnects the graph (0 x "
+                "something), gives the look of a gradient without one."
             )
         return (
-            f"Case '{name}': the value is right, but its gradient on the selected frames "
-            "differs from the distance's own: part of the computation does not reach "
-            "the estimate (a stop_gradient?)."
+            f"{where}: the value is right, but its gradient on the selected frames differs "
+            "from the distance's own: part of the computation does not reach the estimate "
+            "(a stop_gradient?), or a floor or clip changes it."
         )
     return None
+
+
+def _learner_fault(fn, case: Magnitudes, graph: bool) -> str | None:
+    ref, est, mask = case.arrays()
+    try:
+        value, grad = _run(fn, ref, est, mask, graph=graph)
+    except Exception as error:
+        where = f"On {case!r}" + (" inside tf.function" if graph else "")
+        return f"{where}, your code raised {error_text(error)}." + (
+            f" {GRAPH_ONLY}" if graph else ""
+        )
+    return _distance_fault(case, value, grad, graph)
 
 
 def check_masked_log_distance(function) -> CheckResult:
     """``function(reference_mag, estimate_mag, mask)`` must return the mean over selected frames
     of the mean over bins of ``(log E - log R) ** 2``, with its true gradient (compared with
     the distance's own, numerically: a zero or detached gradient fails), zero outside the
-    mask, and 0.0 when no frame is selected: eagerly and inside ``tf.function``."""
+    mask, and 0.0 when no frame is selected; a NaN in the estimate on a selected frame shows as
+    NaN. Compared with the reference on the traps above and on generated magnitudes (0 to 6
+    frames, 1 to 4 bins, values from the smallest normal float32 to the largest, zeros and
+    NaN outside the mask), eagerly and inside ``tf.function``."""
 
     def check(fn):
-        for graph in (False, True):
-            for name, ref, est, mask in _distance_cases():
-                if graph:
-                    try:
-                        value, grad = _run(fn, ref, est, mask, graph=True)
-                    except Exception as error:  # the learner's code, traced: name it
-                        return False, (
-                            f"Case '{name}' inside tf.function: your code raised "
-                            f"{type(error).__name__} ({str(error).splitlines()[0][:120]}). "
-                            "Eagerly it works, but in a graph a tensor has no value yet: no "
-                            ".numpy(), and no Python if on a tensor; use tf.where or tf.cond."
-                        )
-                else:
-                    value, grad = _run(fn, ref, est, mask, graph=False)
-                fault = _distance_fault(name, ref, est, mask, value, grad)
-                if fault:
-                    where = " inside tf.function" if graph else ""
-                    return False, fault.replace(f"Case '{name}'", f"Case '{name}'{where}", 1)
+        # the traps in both modes first, then generated inputs in each
+        for graph, traps, examples in (
+            (False, _distance_traps(), 0),
+            (True, _distance_traps(), 0),
+            (False, (), 25),
+            (True, (), 6),
+        ):
+            difference = first_difference(
+                _magnitudes(),
+                lambda case, graph=graph: _learner_fault(fn, case, graph),
+                traps=traps,
+                examples=examples,
+                runs=80,
+            )
+            if difference is not None:
+                return False, difference.message
         return True, (
-            "The right value and gradient, eagerly and inside tf.function: finite with zero "
-            "magnitudes outside the mask, and 0.0 for a file without selected frames."
+            "The reference's value and gradient on every input tried, eagerly and inside "
+            "tf.function: finite with zero magnitudes outside the mask, exact on quiet frames, "
+            "0.0 for a file without selected frames, and NaN where the estimate is NaN."
         )
 
     return run_check(
@@ -434,5 +534,6 @@ def check_masked_log_distance(function) -> CheckResult:
         "a log at zero is infinite. And a file without speech selects no frame "
         "at all: what is an average over nothing, and is your answer then still "
         "connected to the estimate? A floor inside the log is not the way out: "
-        "it changes the value of quiet frames.",
+        "it changes the value of quiet frames; nor is patching a NaN result, which would "
+        "also hide a model gone wrong.",
     )
