@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import keras
 import numpy as np
 import tensorflow as tf
+from hypothesis import strategies as st
 
 from helpers.audio import Clip, ClipExcerpt, Voicing, clip_excerpt, frame, level_change_db
 from helpers.exercises import CheckResult, run_check
+from helpers.exercises.compare import first_difference
 from helpers.models import enhance, make_conv_denoiser, make_train_step
 from helpers.voicing import masked_voicing_loss
 
@@ -44,13 +47,47 @@ def _level_db(model: keras.Model, example: Clip):
     return level
 
 
-def _relabelled(example: Clip) -> Clip:
-    """The mixed clip with other labels: its pause called unvoiced, and an unvoiced stretch
-    of speech called silent. A term that follows the labels follows them there."""
-    voicing = example.labels.voicing.copy()
-    voicing[voicing == Voicing.SILENT] = Voicing.UNVOICED
-    voicing[RELABELLED_FRAMES] = Voicing.SILENT
+def _relabelled(example: Clip, voicing=None) -> Clip:
+    """The mixed clip with other labels (by default: its pause called unvoiced, and an
+    unvoiced stretch of speech called silent). A term that follows the labels follows them."""
+    if voicing is None:
+        voicing = example.labels.voicing.copy()
+        voicing[voicing == Voicing.SILENT] = Voicing.UNVOICED
+        voicing[RELABELLED_FRAMES] = Voicing.SILENT
+    voicing = np.asarray(voicing, dtype=example.labels.voicing.dtype)
     return dataclasses.replace(example, labels=dataclasses.replace(example.labels, voicing=voicing))
+
+
+@dataclass(frozen=True)
+class Labelling:
+    """The mixed clip's frames, labelled ``voicing`` (0 silent, 1 voiced, 2 unvoiced)."""
+
+    voicing: tuple[int, ...]
+
+    def __repr__(self) -> str:
+        first, last = MIXED_CLIP.start_frame, MIXED_CLIP.stop_frame - 1
+        return (
+            f"{MIXED_CLIP.name} frames {first}-{last} labelled "
+            f"{''.join(map(str, self.voicing))} (0 silent, 1 voiced, 2 unvoiced)"
+        )
+
+
+@st.composite
+def _labellings(draw) -> Labelling:
+    """Runs of frames called silent anywhere over the mixed clip (at least one), the other
+    frames keeping their own labels, a pause not called silent called unvoiced (voiced stays
+    where the clip has a pitch)."""
+    own = [int(v) if v != Voicing.SILENT else int(Voicing.UNVOICED) for v in _mixed_voicing()]
+    silent = []
+    while len(silent) < len(own):
+        silent += [draw(st.booleans())] * draw(st.integers(1, 12))
+    if not any(silent[: len(own)]):
+        silent[draw(st.integers(0, len(own) - 1))] = True
+    return Labelling(tuple(0 if s else v for s, v in zip(silent, own)))
+
+
+def _mixed_voicing() -> np.ndarray:
+    return clip_excerpt(MIXED_CLIP).labels.voicing
 
 
 def _where_it_pulls(fn, example: Clip) -> str | None:
@@ -72,25 +109,34 @@ def _where_it_pulls(fn, example: Clip) -> str | None:
     )
     only_silent = tape.gradient(in_other, probe).numpy() == 0
     only_other = tape.gradient(in_silent, probe).numpy() == 0
-    seen = np.mean(pull[only_silent] > 0)
-    pulled = (pull > 0) & only_silent
-    if not np.any(pulled) or (seen < SEEN_SHARE and np.all(example.clean[pulled] == 0)):
+    if only_silent.any():  # (labels whose every silent sample a speech frame shares: no test)
+        seen = np.mean(pull[only_silent] > 0)
+        pulled = (pull > 0) & only_silent
+        if not np.any(pulled) or (seen < SEEN_SHARE and np.all(example.clean[pulled] == 0)):
+            return (
+                "its silent frames hold room noise, not digital zeros, and the term sees only "
+                f"{seen:.0%} of those frames' samples: silence is what the labels say, "
+                "whatever the reference holds there."
+            )
+        if seen < SEEN_SHARE:
+            return (
+                f"the term pulls on only {seen:.1%} of the samples of the frames the labels "
+                "call silent: a maximum (or any pick of a few values) teaches the output only "
+                "where it is loudest. Let every silent sample count."
+            )
+    elsewhere = only_other & (pull > 1e-6 * pull.max())
+    if elsewhere.any():
+        # each pulled sample counted for the frame whose centre is nearest to it
+        hop = example.labels.hop_length
+        nearest = np.unique(np.rint(np.flatnonzero(elsewhere) / hop).astype(int))
+        voicing = example.labels.voicing[nearest[nearest < len(example.labels.voicing)]]
+        voiced = int(np.sum(voicing == Voicing.VOICED))
+        unvoiced = int(np.sum(voicing == Voicing.UNVOICED))
         return (
-            "On a clip whose silent frames hold room noise, not digital zeros, the term "
-            f"sees only {seen:.0%} of those frames' samples: silence is what the labels say, "
-            "whatever the reference holds there."
-        )
-    if seen < SEEN_SHARE:
-        return (
-            f"On a clip with a pause, the term pulls on only {seen:.1%} of the samples of "
-            "the frames the labels call silent: a maximum (or any pick of a few values) "
-            "teaches the output only where it is loudest. Let every silent sample count."
-        )
-    if pull[only_other].max() > 1e-6 * pull.max():
-        return (
-            "On a clip with speech and a pause, the term also pulls the output on frames "
-            "the labels do not call silent: it would turn speech down whenever a clip has "
-            "any silent frame."
+            "the term also pulls the output where only frames the labels do not call silent "
+            f"reach (samples nearest to {voiced} voiced and {unvoiced} unvoiced frames): this "
+            "term is for the frames called silent, and only those (the masked loss has its "
+            "own terms for the others)."
         )
     return None
 
@@ -125,10 +171,20 @@ def check_silence_term(function) -> CheckResult:
             )
         silent_norm = _global_norm(grads)
         mixed = clip_excerpt(MIXED_CLIP)
-        for example in (mixed, _relabelled(mixed)):
-            problem = _where_it_pulls(fn, example)
-            if problem:
-                return False, problem
+
+        def pulls_elsewhere(labelling: Labelling) -> str | None:
+            problem = _where_it_pulls(fn, _relabelled(mixed, labelling.voicing))
+            return None if problem is None else f"On {labelling!r}: {problem}"
+
+        traps = [
+            Labelling(tuple(int(v) for v in labels.voicing))
+            for labels in (mixed.labels, _relabelled(mixed).labels)
+        ]
+        difference = first_difference(
+            _labellings(), pulls_elsewhere, traps=traps, examples=6, runs=20
+        )
+        if difference is not None:
+            return False, difference.message
         with tf.GradientTape() as tape:
             on_speech = fn(voiced.clean, enhance(model, voiced.audio), voiced.labels)
         if not np.isfinite(float(on_speech)):

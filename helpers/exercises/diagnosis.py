@@ -8,36 +8,47 @@ fix that reconnects the tape by changing the result is not a fix).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cache
 
 import keras
 import numpy as np
 import tensorflow as tf
+from hypothesis import strategies as st
 
 from helpers.audio import load_clip
 from helpers.diagnosis import gradient_report
 from helpers.exercises import CheckResult, run_check
+from helpers.exercises.compare import error_text, first_difference, two_values
 
 N_FFT = 256
 HOP = 128
 
 
-@cache
-def _excerpts() -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """(noisy, clean) pairs from two clips, of lengths that do not fill the last frame."""
-    pairs = []
-    for name, start, length in (
-        ("utterance_1_snr5", 4000, 2048),
-        ("utterance_2_snr15", 6000, 1700),
-    ):
-        clip = load_clip(name)
-        pairs.append(
-            (
-                clip.audio[start : start + length].astype(np.float32),
-                clip.clean[start : start + length].astype(np.float32),
-            )
+SPECTRAL_CLIPS = ("utterance_1_snr5", "utterance_2_snr15", "vowel_a", "fricative_s", "silence")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """``estimate = gain * noisy + offset`` for ``length`` samples of a course clip from
+    ``start``; the reference is the clip's clean audio there."""
+
+    clip: str
+    start: int
+    length: int
+    gain: float = 0.8
+    offset: float = 0.01
+
+    def audio(self) -> tuple[np.ndarray, np.ndarray]:
+        clip = load_clip(self.clip)
+        window = slice(self.start, self.start + self.length)
+        return clip.audio[window].astype(np.float32), clip.clean[window].astype(np.float32)
+
+    def __repr__(self) -> str:
+        return (
+            f"estimate = {self.gain:g} * noisy + {self.offset:g}, {self.length} samples of "
+            f"{self.clip} from sample {self.start}"
         )
-    return tuple(pairs)
 
 
 def _librosa_spectral_loss(estimate: np.ndarray, reference: np.ndarray) -> float:
@@ -51,50 +62,111 @@ def _librosa_spectral_loss(estimate: np.ndarray, reference: np.ndarray) -> float
     return float(np.mean(np.abs(magnitude(estimate) - magnitude(reference))))
 
 
+def reference_spectral_loss(estimate, reference) -> tf.Tensor:
+    """The reference answer to 5.1 in TensorFlow: the frames librosa cuts without centring,
+    the same periodic Hann window, the mean absolute magnitude difference."""
+
+    def magnitude(audio):
+        return tf.abs(tf.signal.stft(tf.cast(audio, tf.float32), N_FFT, HOP))
+
+    return tf.reduce_mean(tf.abs(magnitude(estimate) - magnitude(reference)))
+
+
+def _spectral_fault(fn, case: Estimate) -> str | None:
+    """How the learner's loss differs from librosa's value and the reference's gradients."""
+    noisy, clean = case.audio()
+    gain = tf.Variable(case.gain, name="gain")
+    offset = tf.Variable(case.offset, name="offset")
+    variables = [gain, offset]
+    where = f"On {case!r}"
+    with tf.GradientTape(persistent=True) as tape:
+        estimate = gain * tf.constant(noisy) + offset
+        tape.watch(estimate)
+        try:
+            loss = fn(estimate, tf.constant(clean))
+        except Exception as error:
+            return f"{where}, your code raised {error_text(error)}."
+        expected = reference_spectral_loss(estimate, tf.constant(clean))
+    if not tf.is_tensor(loss):
+        return (
+            f"{where}, `spectral_loss` returned a {type(loss).__name__}; expected a scalar tensor."
+        )
+    if loss.shape.rank != 0:
+        return (
+            f"{where}, `spectral_loss` returned shape {tuple(loss.shape)}; expected a scalar "
+            "(reduce with a mean)."
+        )
+    report = gradient_report(tape.gradient(loss, variables), variables)
+    expected_report = gradient_report(tape.gradient(expected, variables), variables)
+    if report.statuses != expected_report.statuses:
+        return (
+            f"{where}, the gradients of the loss for the two variables that made the "
+            f"estimate: {report.summary()}; the reference's: {expected_report.summary()}."
+        )
+    value = _librosa_spectral_loss(estimate.numpy(), clean)
+    if not math.isclose(float(loss), value, rel_tol=1e-3):
+        got, want = two_values(loss, value)
+        return (
+            f"{where}, the loss is {got}, but librosa gives {want} for the same audio: keep "
+            "256-sample frames, hop 128, no centring and a Hann window."
+        )
+    got_grad = tf.convert_to_tensor(tape.gradient(loss, estimate)).numpy()
+    want_grad = tape.gradient(expected, estimate).numpy()
+    scale = float(np.max(np.abs(want_grad)))
+    if not np.allclose(got_grad, want_grad, rtol=1e-2, atol=1e-3 * scale):
+        ratio = float(np.max(np.abs(got_grad))) / scale if scale else math.inf
+        return (
+            f"{where}, the value is librosa's, but the gradient with respect to the estimate "
+            f"is not the loss's own (its largest value is {ratio:.2g} times the true one's): "
+            "a constant value plus a small or straight-through term only looks connected. "
+            "Compute the loss itself in TensorFlow."
+        )
+    return None
+
+
+@st.composite
+def _estimates(draw) -> Estimate:
+    clip = draw(st.sampled_from(SPECTRAL_CLIPS))
+    length = draw(st.integers(N_FFT, 3000))
+    start = draw(st.integers(0, len(load_clip(clip).audio) - length))
+    gain = draw(st.sampled_from([0.8, 0.5, 1.0, 1.5]))
+    offset = draw(st.sampled_from([0.01, 0.0, -0.02]))
+    return Estimate(clip, start, length, gain, offset)
+
+
+# Tried first: two stretches of speech whose lengths do not fill the last frame.
+SPECTRAL_TRAPS = (
+    Estimate("utterance_1_snr5", 4000, 2048),
+    Estimate("utterance_2_snr15", 6000, 1700),
+)
+
+
 def check_spectral_loss(function) -> CheckResult:
     """``function(estimate, reference)`` returns a scalar loss tensor equal to librosa's
-    mean absolute STFT-magnitude difference (n_fft 256, hop 128, center=False), through
-    which gradients reach the variables that made ``estimate``."""
+    mean absolute STFT-magnitude difference (n_fft 256, hop 128, center=False), whose
+    gradient with respect to the estimate is the loss's own (compared numerically with the
+    reference's), on the traps above and on generated stretches of the course's clips."""
 
     def check(fn):
-        for noisy, clean in _excerpts():
-            gain = tf.Variable(0.8, name="gain")
-            offset = tf.Variable(0.01, name="offset")
-            with tf.GradientTape() as tape:
-                estimate = gain * tf.constant(noisy) + offset
-                loss = fn(estimate, tf.constant(clean))
-            if not tf.is_tensor(loss):
-                return False, (
-                    f"`spectral_loss` returned a {type(loss).__name__}; expected a scalar tensor."
-                )
-            if loss.shape.rank != 0:
-                return False, (
-                    f"`spectral_loss` returned shape {tuple(loss.shape)}; expected "
-                    "a scalar (reduce with a mean)."
-                )
-            report = gradient_report(tape.gradient(loss, [gain, offset]), [gain, offset])
-            if not report.all("ok"):
-                return False, (
-                    "Gradients of the loss for the two variables that made the "
-                    f"estimate: {report.summary()}."
-                )
-            expected = _librosa_spectral_loss(estimate.numpy(), clean)
-            if not math.isclose(float(loss), expected, rel_tol=1e-3):
-                return False, (
-                    f"The loss is {float(loss):.5g}, but librosa gives "
-                    f"{expected:.5g} for the same audio: keep 256-sample frames, "
-                    "hop 128, no centring and a Hann window."
-                )
-        return True, "Gradients reach both variables, and the value matches librosa's."
+        difference = first_difference(
+            _estimates(), lambda case: _spectral_fault(fn, case), traps=SPECTRAL_TRAPS,
+            examples=6, runs=20,
+        )  # fmt: skip
+        if difference is not None:
+            return False, difference.message
+        return True, (
+            "Librosa's value and the loss's own gradient on every stretch of audio tried: "
+            "gradients reach both variables that made the estimate."
+        )
 
     return run_check(
         "Exercise 5.1 (a spectral loss the model can learn from)",
         function,
         check,
         hint="librosa and NumPy work on arrays the tape cannot see, so nothing reaches the "
-        "model. TensorFlow has a short-time Fourier transform of its own: given the same "
-        "frame length, hop and FFT size, it cuts the same frames as librosa without "
-        "centring, with the same periodic Hann window.",
+        "model, and a number added on top only looks connected. TensorFlow has a short-time "
+        "Fourier transform of its own: given the same frame length, hop and FFT size, it cuts "
+        "the same frames as librosa without centring, with the same periodic Hann window.",
     )
 
 
@@ -165,11 +237,8 @@ def make_gated_denoiser(seed: int = 0) -> GatedDenoiser:
 @cache
 def cut_frames() -> tuple[np.ndarray, np.ndarray]:
     """(noisy, clean) frames ``(24, 256)`` of a course clip: speech and a pause."""
-    clip = load_clip("utterance_1_snr5")
-    start, count = 1000, 24
-    noisy = clip.audio[start : start + count * FRAME].reshape(count, FRAME)
-    clean = clip.clean[start : start + count * FRAME].reshape(count, FRAME)
-    return noisy.astype(np.float32), clean.astype(np.float32)
+    noisy, clean = GatedCase(5, 1000, 24).frames_of()
+    return noisy.numpy(), clean.numpy()
 
 
 def gated_loss(model: GatedDenoiser, noisy, clean) -> tf.Tensor:
@@ -189,63 +258,109 @@ def _fixed_loss(model: GatedDenoiser, noisy, clean) -> tf.Tensor:
     return tf.reduce_mean(tf.square(out - clean))
 
 
+@dataclass(frozen=True)
+class GatedCase:
+    """``make_gated_denoiser(seed)`` on ``frames`` frames of ``utterance_1_snr5`` from sample
+    ``start`` (noisy and clean)."""
+
+    seed: int
+    start: int
+    frames: int
+
+    def frames_of(self) -> tuple[tf.Tensor, tf.Tensor]:
+        clip = load_clip("utterance_1_snr5")
+        window = slice(self.start, self.start + self.frames * FRAME)
+        noisy = clip.audio[window].reshape(self.frames, FRAME).astype(np.float32)
+        clean = clip.clean[window].reshape(self.frames, FRAME).astype(np.float32)
+        return tf.constant(noisy), tf.constant(clean)
+
+    def __repr__(self) -> str:
+        return (
+            f"the gated denoiser (seed {self.seed}) on {self.frames} frames of "
+            f"utterance_1_snr5 from sample {self.start}"
+        )
+
+
+def _cut_fault(fn, case: GatedCase) -> str | None:
+    """How the learner's answer differs from the reference's (``"smoother"`` and the loss
+    with the smoothing in TensorFlow) on one model and stretch of audio, or None."""
+    model = make_gated_denoiser(seed=case.seed)
+    noisy, clean = case.frames_of()
+    variables = model.trainable_variables
+    where = f"On {case!r}"
+    with tf.GradientTape() as tape:
+        try:
+            answer = fn(model, noisy, clean)
+        except Exception as error:
+            return f"{where}, your code raised {error_text(error)}."
+    if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], str)):
+        return f"{where}: return a pair (layer name, loss); got {type(answer).__name__}."
+    named, loss = answer
+    name = named.strip().strip("'\"").rsplit("/", 1)[-1]
+    if name != "smoother":
+        if name in ("spectrum", "gate"):
+            return (
+                f"The variables reach '{name}' on the tape; the path breaks after it, in the "
+                "code that runs between that mark and the next one: the next layer's call."
+            )
+        return (
+            f"'{named}' is not a layer of this model; mark its layers (GradientProbe's "
+            "mark_layers) and ask the locator where the path breaks."
+        )
+    grads = tape.gradient(loss, variables)
+    with tf.GradientTape() as reference_tape:
+        expected = _fixed_loss(model, noisy, clean)
+    expected_grads = reference_tape.gradient(expected, variables)
+    if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
+        got, want = two_values(loss, expected)
+        return (
+            f"{where}, your loss is {got}; the model's is {want}. A fix keeps what the model "
+            "computes (the smoothing included) and lets the tape see it."
+        )
+    statuses = gradient_report(grads, variables).statuses
+    if "none" in statuses:
+        return (
+            f"{where}, the gradients of the gate are still None: the cut is still there. "
+            "Asking for zeros instead of None hides it; it does not fix it."
+        )
+    if "zero" in statuses:
+        return (
+            f"{where}, the gate's gradients are zero: a term that only reconnects the graph "
+            "(0 x something) gives the look of a gradient, not one. Compute the smoothing "
+            "with TensorFlow ops."
+        )
+    for g, e in zip(grads, expected_grads):
+        scale = float(np.max(np.abs(e)))
+        if not np.allclose(g, e, rtol=1e-3, atol=1e-4 * scale):
+            return (
+                f"{where}, the loss is right, but the gate's gradients differ from the "
+                "smoothed gain's: the tape sees another computation than the one that made "
+                "the loss."
+            )
+    return None
+
+
+_GATED_CASES = st.builds(GatedCase, st.integers(0, 20), st.integers(0, 12000), st.integers(2, 40))
+
+
 def check_find_the_cut(function) -> CheckResult:
     """``function(model, noisy, clean)`` returns ``(where, loss)``: the name of the layer
     whose output the loss no longer reaches (where the tape stops), and the model's loss
     computed with that cut fixed: the same value as the model's own loss, and the gradients
-    of every variable equal to the fixed computation's, numerically."""
+    of every variable equal to the reference's (the smoothing in TensorFlow), numerically.
+    Compared on the notebook's model and frames and on generated models and stretches."""
 
     def check(fn):
-        model = make_gated_denoiser(seed=5)
-        noisy, clean = (tf.constant(x) for x in cut_frames())
-        variables = model.trainable_variables
-        with tf.GradientTape() as tape:
-            answer = fn(model, noisy, clean)
-        if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], str)):
-            return False, f"Return a pair (layer name, loss); got {type(answer).__name__}."
-        where, loss = answer
-        name = where.strip().strip("'\"").rsplit("/", 1)[-1]
-        if name != "smoother":
-            if name in ("spectrum", "gate"):
-                return False, (
-                    f"The variables reach '{name}' on the tape; the path breaks after it, in "
-                    "the code that runs between that mark and the next one: the next "
-                    "layer's call."
-                )
-            return False, (
-                f"'{where}' is not a layer of this model; mark its layers "
-                "(GradientProbe's mark_layers) and ask the locator where the path breaks."
-            )
-        grads = tape.gradient(loss, variables)
-        with tf.GradientTape() as reference_tape:
-            expected = _fixed_loss(model, noisy, clean)
-        expected_grads = reference_tape.gradient(expected, variables)
-        if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-            return False, (
-                f"Your loss is {float(loss):.6g}; the model's is {float(expected):.6g}. A fix "
-                "keeps what the model computes (the smoothing included) and lets the tape see it."
-            )
-        statuses = gradient_report(grads, variables).statuses
-        if "none" in statuses:
-            return False, (
-                "The gradients of the gate are still None: the cut is still there. Asking for "
-                "zeros instead of None hides it; it does not fix it."
-            )
-        if "zero" in statuses:
-            return False, (
-                "The gate's gradients are zero: a term that only reconnects the graph "
-                "(0 x something) gives the look of a gradient, not one. Compute the smoothing "
-                "with TensorFlow ops."
-            )
-        for g, e in zip(grads, expected_grads):
-            if not np.allclose(g, e, rtol=1e-3, atol=1e-7):
-                return False, (
-                    "The loss is right, but the gate's gradients differ from the smoothed "
-                    "gain's: the tape sees another computation than the one that made the loss."
-                )
+        difference = first_difference(
+            _GATED_CASES, lambda case: _cut_fault(fn, case), traps=[GatedCase(5, 1000, 24)],
+            examples=5, runs=15,
+        )  # fmt: skip
+        if difference is not None:
+            return False, difference.message
         return True, (
             "The cut is the smoother (NumPy inside the layer), and with the smoothing in "
-            "TensorFlow every variable gets the gradient of the model's own loss."
+            "TensorFlow every variable gets the gradient of the model's own loss, on every "
+            "model and stretch of audio tried."
         )
 
     return run_check(
