@@ -104,7 +104,8 @@ def error_text(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     if lines and lines[0] == "in user code:":
         lines = lines[-1:]
-    text = re.sub(r" at 0x[0-9a-f]+", "", lines[0])[:160] if lines else ""
+    text = re.sub(r" at 0x[0-9a-f]+", "", lines[0]) if lines else ""
+    text = text.removeprefix(f"{type(error).__name__}: ")[:160]
     return f"{type(error).__name__} ({text})"
 
 
