@@ -1517,3 +1517,12 @@ REASONS: dict[str, dict[str, str]] = {
 def test_a_near_miss_is_rejected_for_its_real_reason(spec, label):
     result = _checker(spec)(_function(NEAR_MISSES[spec][label], FUNCTION_OF[spec]))
     assert not result.passed and REASONS[spec][label] in result.message, result
+
+
+@pytest.mark.parametrize("notebook, starter, solution, spec", EXERCISES)
+def test_a_verdict_is_the_same_on_every_run(notebook, starter, solution, spec):
+    """The inputs are generated derandomized and the search is bounded in runs, not seconds:
+    the same answer gets the same verdict, word for word (nbval compares the stored one)."""
+    check = _checker(spec["checker"])
+    first = repr(check(_function(starter, spec["function"])))
+    assert repr(check(_function(starter, spec["function"]))) == first
