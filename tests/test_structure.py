@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
-CONCEPTS = sorted(
-    p.parent.name for p in HELPERS.glob("*/__init__.py") if p.parent.name != "exercises"
-)
+CONCEPTS = sorted(p.parent.name for p in HELPERS.glob("*/__init__.py"))
 
 
 @pytest.mark.parametrize("name", CONCEPTS)
