@@ -6,10 +6,16 @@
 Run it in the course environment after any change to helpers/ or a notebook, then run the
 test command: nbval compares the fresh run against what this stored. Cells tagged
 ``raises-exception`` are expected to fail; any other error stops the script.
+
+What it stores is a function of the code alone, so re-running an unchanged notebook changes
+no byte of it: consecutive prints are one stream output (however the kernel flushed them),
+the widget state keeps only the models a stored view shows, and their ids are numbered in
+the order the notebook shows them (``stable_widget_ids``), not the kernel's random ones.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import os
@@ -20,6 +26,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,6 +55,8 @@ def regenerate(path: Path) -> float:
             os.environ["MPLBACKEND"] = env_backend
     elapsed = time.perf_counter() - started
     _drop_machine_paths(notebook)
+    notebook, _ = CoalesceStreamsPreprocessor().preprocess(notebook, {})
+    stable_widget_ids(notebook, path.stem)
     nbformat.write(notebook, path)
     return elapsed
 
@@ -75,6 +84,69 @@ def _drop_machine_paths(notebook) -> None:
                 for old, new in prefixes:
                     lines = [line.replace(old, new) for line in lines]
                 output["traceback"] = lines
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+MODEL_REF = "IPY_MODEL_"
+
+
+def stable_widget_ids(notebook, name: str) -> None:
+    """Keep only the widget models a stored view shows (and the models they refer to), and
+    rename them ``sha256(name:n)`` in the order the notebook shows them: the kernel's ids are
+    random, so an unchanged lab would otherwise store a new file on every run."""
+    state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+    if state is None:
+        return
+    renamed: dict[str, str] = {}
+
+    def visit(model_id: str) -> None:
+        if model_id in renamed or model_id not in state:
+            return
+        digest = hashlib.sha256(f"{name}:{len(renamed)}".encode()).hexdigest()
+        renamed[model_id] = digest[:32]
+        for ref in _references(state[model_id]):
+            visit(ref)
+
+    views = [o["data"][WIDGET_VIEW] for c in notebook.cells for o in _widget_outputs(c)]
+    for view in views:
+        visit(view["model_id"])
+    for view in views:
+        view["model_id"] = renamed.get(view["model_id"], view["model_id"])
+    notebook.metadata.widgets[WIDGET_STATE]["state"] = {
+        renamed[old]: _renamed(model, renamed) for old, model in state.items() if old in renamed
+    }
+
+
+def _widget_outputs(cell) -> list:
+    return [o for o in cell.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
+
+
+def _references(value) -> list[str]:
+    """The model ids ``value`` refers to (``IPY_MODEL_<id>``, or a view's ``model_id``), in
+    the order of its sorted keys, as they are stored."""
+    if isinstance(value, str):
+        return [value.removeprefix(MODEL_REF)] if value.startswith(MODEL_REF) else []
+    if isinstance(value, dict):
+        found = [value["model_id"]] if isinstance(value.get("model_id"), str) else []
+        return found + [ref for key in sorted(value) for ref in _references(value[key])]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _references(item)]
+    return []
+
+
+def _renamed(value, renamed: dict[str, str]):
+    if isinstance(value, str):
+        old = value.removeprefix(MODEL_REF)
+        return MODEL_REF + renamed[old] if value.startswith(MODEL_REF) and old in renamed else value
+    if isinstance(value, dict):
+        copy = {key: _renamed(item, renamed) for key, item in value.items()}
+        if isinstance(copy.get("model_id"), str):
+            copy["model_id"] = renamed.get(copy["model_id"], copy["model_id"])
+        return type(value)(copy)
+    if isinstance(value, list):
+        return [_renamed(item, renamed) for item in value]
+    return value
 
 
 def main(argv: list[str]) -> int:
