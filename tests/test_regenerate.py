@@ -77,3 +77,15 @@ def test_the_stored_notebooks_are_stored_as_the_regeneration_stores_them(path):
     again = copy.deepcopy(notebook)
     regenerate.stable_widget_ids(again, path.stem)
     assert json.dumps(again, sort_keys=True) == json.dumps(notebook, sort_keys=True)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_consecutive_prints_are_stored_as_one_output(path):
+    """How the kernel flushed a cell's prints is not stored (nbval compares them joined)."""
+    for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        outputs = cell.get("outputs", [])
+        for first, second in zip(outputs, outputs[1:]):
+            split = first.output_type == second.output_type == "stream"
+            assert not (split and first.name == second.name), (
+                f"cell {index} stores one stream in two outputs: run scripts/regenerate_outputs.py"
+            )
