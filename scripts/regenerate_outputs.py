@@ -2,6 +2,7 @@
 
     python scripts/regenerate_outputs.py                      # every notebook, in order
     python scripts/regenerate_outputs.py notebooks/02_*.ipynb # just these
+    python scripts/regenerate_outputs.py --retime ...         # and store new timings
 
 Run it in the course environment after any change to helpers/ or a notebook, then run the
 test command: nbval compares the fresh run against what this stored. Cells tagged
@@ -10,7 +11,9 @@ test command: nbval compares the fresh run against what this stored. Cells tagge
 What it stores is a function of the code alone, so re-running an unchanged notebook changes
 no byte of it: consecutive prints are one stream output (however the kernel flushed them),
 the widget state keeps only the models a stored view shows, and their ids are numbered in
-the order the notebook shows them (``stable_widget_ids``), not the kernel's random ones.
+the order the notebook shows them (``stable_widget_ids``), not the kernel's random ones. A
+timing (a cell tagged ``nbval-ignore-output``, which nbval does not compare) keeps its stored
+output while its code is unchanged; ``--retime`` stores the new measurement.
 """
 
 from __future__ import annotations
@@ -31,8 +34,12 @@ from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def regenerate(path: Path) -> float:
+TIMING_TAG = "nbval-ignore-output"
+
+
+def regenerate(path: Path, retime: bool = False) -> float:
     notebook = nbformat.read(path, as_version=4)
+    timings = {} if retime else stored_timings(notebook)
     for cell in notebook.cells:
         if cell.cell_type == "markdown" and cell.metadata.get("source_of"):
             cell.source = shown_source(cell.metadata["source_of"])
@@ -56,6 +63,7 @@ def regenerate(path: Path) -> float:
     elapsed = time.perf_counter() - started
     _drop_machine_paths(notebook)
     notebook, _ = CoalesceStreamsPreprocessor().preprocess(notebook, {})
+    keep_timings(notebook, timings)
     stable_widget_ids(notebook, path.stem)
     nbformat.write(notebook, path)
     return elapsed
@@ -84,6 +92,24 @@ def _drop_machine_paths(notebook) -> None:
                 for old, new in prefixes:
                     lines = [line.replace(old, new) for line in lines]
                 output["traceback"] = lines
+
+
+def stored_timings(notebook) -> dict[tuple[str, str], list]:
+    """The stored outputs of the timing cells, by (cell id, source)."""
+    return {
+        (cell.get("id", ""), cell.source): cell.outputs
+        for cell in notebook.cells
+        if cell.cell_type == "code" and TIMING_TAG in cell.metadata.get("tags", []) and cell.outputs
+    }
+
+
+def keep_timings(notebook, timings: dict[tuple[str, str], list]) -> None:
+    """Put back a timing cell's stored outputs where its code did not change: a timing
+    differs on every run, and nbval does not compare it."""
+    for cell in notebook.cells:
+        kept = timings.get((cell.get("id", ""), cell.source))
+        if kept is not None and not any(o.output_type == "error" for o in cell.outputs):
+            cell.outputs = kept
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -150,9 +176,11 @@ def _renamed(value, renamed: dict[str, str]):
 
 
 def main(argv: list[str]) -> int:
+    retime = "--retime" in argv
+    argv = [a for a in argv if a != "--retime"]
     paths = [Path(p) for p in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for path in paths:
-        seconds = regenerate(path.resolve())
+        seconds = regenerate(path.resolve(), retime)
         print(f"{path.name}: {seconds:.0f} s")
     return 0
 

@@ -89,3 +89,20 @@ def test_consecutive_prints_are_stored_as_one_output(path):
             assert not (split and first.name == second.name), (
                 f"cell {index} stores one stream in two outputs: run scripts/regenerate_outputs.py"
             )
+
+
+def _timing(source: str, text: str) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source, id="t", metadata={"tags": [regenerate.TIMING_TAG]})
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    return cell
+
+
+def test_a_timing_keeps_its_stored_output_until_its_code_changes():
+    before = nbformat.v4.new_notebook(cells=[_timing("%timeit f()", "219 ms per loop\n")])
+    stored = regenerate.stored_timings(before)
+    again = nbformat.v4.new_notebook(cells=[_timing("%timeit f()", "649 ms per loop\n")])
+    regenerate.keep_timings(again, stored)
+    assert again.cells[0].outputs[0].text == "219 ms per loop\n"
+    changed = nbformat.v4.new_notebook(cells=[_timing("%timeit g()", "12 ms per loop\n")])
+    regenerate.keep_timings(changed, stored)
+    assert changed.cells[0].outputs[0].text == "12 ms per loop\n"
