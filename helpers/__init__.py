@@ -18,10 +18,17 @@ From the bottom layer up (``pyproject.toml`` holds the layers as import contract
 ``TF_ENABLE_ONEDNN_OPTS=0`` (values already set are kept), and every subpackage that uses
 TensorFlow imports it first with ``helpers.course.quiet_tensorflow.import_tensorflow``, so
 its start-up log stays out of notebooks and tests. Import a ``helpers`` subpackage before
-``tensorflow``.
+``tensorflow``: TensorFlow reads ``TF_ENABLE_ONEDNN_OPTS`` when it loads, and
+``make_deterministic`` warns when it was loaded first with oneDNN on.
 """
 
 import os as _os
+import sys as _sys
+
+# TensorFlow was loaded before this package could turn oneDNN off (make_deterministic warns).
+ONEDNN_ON_BEFORE_HELPERS = "tensorflow" in _sys.modules and _os.environ.get(
+    "TF_ENABLE_ONEDNN_OPTS", ""
+).strip().lower() not in ("0", "false")
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")

@@ -6,10 +6,14 @@
                               notebook under strict nbval and the browser tests, two workers
     ./course.sh portability   every notebook under strict nbval as on an older x86-64 CPU, on
                               one thread and on eight threads
+    ./course.sh lint          ruff check, ruff format --check, lint-imports and the course's
+                              conventions (scripts/lint_course.py), all of them every time
     ./course.sh regenerate    re-execute the notebooks' stored outputs (all, or those named)
     ./course.sh student [DIR] write the student edition (default student/)
     ./course.sh site          build the course as a static website into site/_build/html
     ./course.sh lock          re-lock requirements.txt and requirements-dev.txt with uv
+    ./course.sh contributor   install the dev lock and make git diff and merge notebooks as
+                              cells (nbdime's drivers, for this clone)
 
 Extra arguments to ``test`` and ``portability`` go to pytest. Only the standard library is
 imported here: ``doctor`` must work before anything is installed.
@@ -73,9 +77,12 @@ def check_python(version: tuple[int, int, int] = sys.version_info[:3]) -> Check:
 
 
 def installed(lock: Path) -> bool:
-    """Whether ``lock`` (and this pyproject.toml) was installed into the environment as it is."""
+    """Whether ``lock`` (and this pyproject.toml) was installed into the environment as it is;
+    the dev lock holds the course lock at its versions, so it counts for both."""
     stamp = VENV / f".installed-{lock.name}"
-    return stamp.is_file() and stamp.read_text() == _fingerprint(lock)
+    if stamp.is_file() and stamp.read_text() == _fingerprint(lock):
+        return True
+    return lock == COURSE_LOCK and installed(DEV_LOCK)
 
 
 def _fingerprint(lock: Path) -> str:
@@ -129,6 +136,34 @@ def check_widgets(prefix: Path = VENV) -> Check:
         "PROBLEM",
         f"ipywidgets' JupyterLab extension is missing from {prefix}: widgets "
         "show as text. Fix: ./course.sh lab (it reinstalls the lock)",
+    )
+
+
+def helpers_location() -> Path | None:
+    """Where ``import helpers`` finds its package in the environment, from the notebooks'
+    folder (as a kernel does); None if it is not found."""
+    code = "import helpers, pathlib; print(pathlib.Path(helpers.__file__).resolve().parent)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "notebooks"
+    )
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def check_helpers(found: Path | None = None, is_installed: bool | None = None) -> Check:
+    """``helpers`` is a common name: another course's package of that name, installed in a
+    shared environment or a shared kernel, would be imported instead of this one."""
+    done = installed(COURSE_LOCK) if is_installed is None else is_installed
+    if not done:
+        return Check("--", "helpers: the course's package is not installed yet")
+    where = helpers_location() if found is None else found
+    ours = ROOT / "helpers"
+    if where == ours:
+        return Check("ok", f"import helpers finds this course's {ours}")
+    return Check(
+        "PROBLEM",
+        f"import helpers finds {where or 'nothing'}, not this course's {ours}: another "
+        f"package named helpers is in {VENV}. Fix: give the course its own environment "
+        f"(rm -rf {VENV} && ./course.sh lab), one per course on a shared hub",
     )
 
 
@@ -301,6 +336,27 @@ def lock() -> int:
     return 0
 
 
+def nbdime_settings(bin_dir: Path = VENV / "bin") -> list[tuple[str, str]]:
+    """The git settings that make ``git diff`` and ``git merge`` read a notebook as cells with
+    nbdime's drivers (the same as ``nbdime config-git --enable``, with the drivers' full
+    paths: git runs them outside the environment). ``.gitattributes`` names the driver."""
+    return [
+        ("diff.jupyternotebook.command", f"{bin_dir / 'git-nbdiffdriver'} diff"),
+        ("merge.jupyternotebook.driver", f"{bin_dir / 'git-nbmergedriver'} merge %O %A %B %L %P"),
+        ("merge.jupyternotebook.name", "jupyter notebook merge driver"),
+    ]
+
+
+def contributor(repository: Path = ROOT) -> int:
+    """Set nbdime's git drivers in this clone's git configuration (not the global one)."""
+    for key, value in nbdime_settings():
+        if status := run("git", "-C", repository, "config", "--local", key, value):
+            return status
+    print("git diff and git merge now read notebooks as cells (nbdime); git diff --no-ext-diff")
+    print("shows the JSON.")
+    return 0
+
+
 def main(argv: Sequence[str]) -> int:
     # librosa compiles its numba functions on first use (about 12 s a process) and caches
     # them: keep the cache with the environment it was compiled for, always writable.
@@ -309,7 +365,16 @@ def main(argv: Sequence[str]) -> int:
     if command == "doctor":
         return (
             0
-            if report([check_python, check_tensorflow, check_widgets, check_chromium, check_disk])
+            if report(
+                [
+                    check_python,
+                    check_tensorflow,
+                    check_widgets,
+                    check_helpers,
+                    check_chromium,
+                    check_disk,
+                ]
+            )
             else 1
         )
     if command == "lab":
@@ -320,12 +385,15 @@ def main(argv: Sequence[str]) -> int:
         return test(args)
     if command == "portability":
         return portability(args)
-    if command == "regenerate":
-        setup(DEV_LOCK)
+    if command == "regenerate":  # nbclient and nbconvert are in the course lock
+        setup(COURSE_LOCK)
         return run(sys.executable, "scripts/regenerate_outputs.py", *args)
     if command == "student":
-        setup(DEV_LOCK)
+        setup(COURSE_LOCK)
         return run(sys.executable, "scripts/make_student_edition.py", *args)
+    if command == "contributor":
+        setup(DEV_LOCK)
+        return contributor()
     if command == "lint":
         setup(DEV_LOCK)
         return lint()

@@ -2,14 +2,23 @@
 
     python scripts/regenerate_outputs.py                      # every notebook, in order
     python scripts/regenerate_outputs.py notebooks/02_*.ipynb # just these
+    python scripts/regenerate_outputs.py --retime ...         # and store new timings
 
 Run it in the course environment after any change to helpers/ or a notebook, then run the
 test command: nbval compares the fresh run against what this stored. Cells tagged
 ``raises-exception`` are expected to fail; any other error stops the script.
+
+What it stores is a function of the code alone, so re-running an unchanged notebook changes
+no byte of it: consecutive prints are one stream output (however the kernel flushed them),
+the widget state keeps only the models a stored view shows, and their ids are numbered in
+the order the notebook shows them (``stable_widget_ids``), not the kernel's random ones. A
+timing (a cell tagged ``nbval-ignore-output``, which nbval does not compare) keeps its stored
+output while its code is unchanged; ``--retime`` stores the new measurement.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import os
@@ -20,12 +29,17 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def regenerate(path: Path) -> float:
+TIMING_TAG = "nbval-ignore-output"
+
+
+def regenerate(path: Path, retime: bool = False) -> float:
     notebook = nbformat.read(path, as_version=4)
+    timings = {} if retime else stored_timings(notebook)
     for cell in notebook.cells:
         if cell.cell_type == "markdown" and cell.metadata.get("source_of"):
             cell.source = shown_source(cell.metadata["source_of"])
@@ -48,6 +62,9 @@ def regenerate(path: Path) -> float:
             os.environ["MPLBACKEND"] = env_backend
     elapsed = time.perf_counter() - started
     _drop_machine_paths(notebook)
+    notebook, _ = CoalesceStreamsPreprocessor().preprocess(notebook, {})
+    keep_timings(notebook, timings)
+    stable_widget_ids(notebook, path.stem)
     nbformat.write(notebook, path)
     return elapsed
 
@@ -77,10 +94,93 @@ def _drop_machine_paths(notebook) -> None:
                 output["traceback"] = lines
 
 
+def stored_timings(notebook) -> dict[tuple[str, str], list]:
+    """The stored outputs of the timing cells, by (cell id, source)."""
+    return {
+        (cell.get("id", ""), cell.source): cell.outputs
+        for cell in notebook.cells
+        if cell.cell_type == "code" and TIMING_TAG in cell.metadata.get("tags", []) and cell.outputs
+    }
+
+
+def keep_timings(notebook, timings: dict[tuple[str, str], list]) -> None:
+    """Put back a timing cell's stored outputs where its code did not change: a timing
+    differs on every run, and nbval does not compare it."""
+    for cell in notebook.cells:
+        kept = timings.get((cell.get("id", ""), cell.source))
+        if kept is not None and not any(o.output_type == "error" for o in cell.outputs):
+            cell.outputs = kept
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+MODEL_REF = "IPY_MODEL_"
+
+
+def stable_widget_ids(notebook, name: str) -> None:
+    """Keep only the widget models a stored view shows (and the models they refer to), and
+    rename them ``sha256(name:n)`` in the order the notebook shows them: the kernel's ids are
+    random, so an unchanged lab would otherwise store a new file on every run."""
+    state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+    if state is None:
+        return
+    renamed: dict[str, str] = {}
+
+    def visit(model_id: str) -> None:
+        if model_id in renamed or model_id not in state:
+            return
+        digest = hashlib.sha256(f"{name}:{len(renamed)}".encode()).hexdigest()
+        renamed[model_id] = digest[:32]
+        for ref in _references(state[model_id]):
+            visit(ref)
+
+    views = [o["data"][WIDGET_VIEW] for c in notebook.cells for o in _widget_outputs(c)]
+    for view in views:
+        visit(view["model_id"])
+    for view in views:
+        view["model_id"] = renamed.get(view["model_id"], view["model_id"])
+    notebook.metadata.widgets[WIDGET_STATE]["state"] = {
+        renamed[old]: _renamed(model, renamed) for old, model in state.items() if old in renamed
+    }
+
+
+def _widget_outputs(cell) -> list:
+    return [o for o in cell.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
+
+
+def _references(value) -> list[str]:
+    """The model ids ``value`` refers to (``IPY_MODEL_<id>``, or a view's ``model_id``), in
+    the order of its sorted keys, as they are stored."""
+    if isinstance(value, str):
+        return [value.removeprefix(MODEL_REF)] if value.startswith(MODEL_REF) else []
+    if isinstance(value, dict):
+        found = [value["model_id"]] if isinstance(value.get("model_id"), str) else []
+        return found + [ref for key in sorted(value) for ref in _references(value[key])]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _references(item)]
+    return []
+
+
+def _renamed(value, renamed: dict[str, str]):
+    if isinstance(value, str):
+        old = value.removeprefix(MODEL_REF)
+        return MODEL_REF + renamed[old] if value.startswith(MODEL_REF) and old in renamed else value
+    if isinstance(value, dict):
+        copy = {key: _renamed(item, renamed) for key, item in value.items()}
+        if isinstance(copy.get("model_id"), str):
+            copy["model_id"] = renamed.get(copy["model_id"], copy["model_id"])
+        return type(value)(copy)
+    if isinstance(value, list):
+        return [_renamed(item, renamed) for item in value]
+    return value
+
+
 def main(argv: list[str]) -> int:
+    retime = "--retime" in argv
+    argv = [a for a in argv if a != "--retime"]
     paths = [Path(p) for p in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for path in paths:
-        seconds = regenerate(path.resolve())
+        seconds = regenerate(path.resolve(), retime)
         print(f"{path.name}: {seconds:.0f} s")
     return 0
 

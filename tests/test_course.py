@@ -131,3 +131,83 @@ def test_test_runs_pytest_after_a_failed_lint_and_fails(monkeypatch):
     (pytest_command,) = ran
     assert pytest_command[1:3] == ("-m", "pytest") and pytest_command[-2:] == ("-k", "x")
     assert "--nbval" in pytest_command and "2" in pytest_command  # two workers, strict nbval
+
+
+def test_doctor_finds_the_course_helpers_or_names_the_other_one(tmp_path):
+    ours = course.ROOT / "helpers"
+    assert course.check_helpers(is_installed=True).state == "ok"  # this environment's
+    assert course.check_helpers(ours, is_installed=True).state == "ok"
+    other = course.check_helpers(tmp_path / "site-packages" / "helpers", is_installed=True)
+    assert other.state == "PROBLEM"
+    assert f"import helpers finds {tmp_path / 'site-packages' / 'helpers'}, not" in other.text
+    assert "Fix: give the course its own environment" in other.text
+    assert course.check_helpers(is_installed=False).state == "--"
+
+
+def test_doctor_finds_a_foreign_helpers_first_on_the_path(tmp_path, monkeypatch):
+    """A folder named helpers earlier on sys.path (another course's, on a shared kernel)."""
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    found = course.helpers_location()
+    assert found == tmp_path / "helpers"
+    assert course.check_helpers(found, is_installed=True).state == "PROBLEM"
+
+
+def test_the_dev_lock_counts_as_the_course_lock(tmp_path, monkeypatch):
+    monkeypatch.setattr(course, "VENV", tmp_path)
+    assert not course.installed(course.COURSE_LOCK)
+    (tmp_path / f".installed-{course.DEV_LOCK.name}").write_text(
+        course._fingerprint(course.DEV_LOCK)
+    )
+    assert course.installed(course.COURSE_LOCK) and course.installed(course.DEV_LOCK)
+    (tmp_path / f".installed-{course.DEV_LOCK.name}").write_text("an older lock")
+    assert not course.installed(course.COURSE_LOCK)
+
+
+def test_contributor_makes_git_diff_a_notebook_as_cells(tmp_path, capsys):
+    """The contributor command sets nbdime's drivers in the clone's own configuration; with
+    the checkout's .gitattributes, git diff then shows a changed notebook as cells."""
+    import shutil
+    import subprocess
+
+    import nbformat
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    shutil.copy(ROOT / ".gitattributes", tmp_path / ".gitattributes")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", id="a")])
+    nbformat.write(notebook, tmp_path / "n.ipynb")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    notebook.cells[0].source = "x = 2"
+    nbformat.write(notebook, tmp_path / "n.ipynb")
+    assert course.contributor(tmp_path) == 0
+    assert "read notebooks as cells" in capsys.readouterr().out
+    settings = subprocess.run(
+        [*git, "config", "--local", "--get", "diff.jupyternotebook.command"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert settings.strip() == f"{course.VENV / 'bin' / 'git-nbdiffdriver'} diff"
+    diff = subprocess.run([*git, "diff", "--no-color"], capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stderr
+    assert "nbdiff" in diff.stdout and "## modified /cells/0/source:" in diff.stdout
+    assert '"source"' not in diff.stdout  # cells, not the file's JSON
+
+
+def test_a_failing_run_ends_by_naming_its_failures(tmp_path):
+    """pyproject.toml's options end a red run with pytest's short summary (-rfE)."""
+    import subprocess
+
+    (tmp_path / "test_red.py").write_text("def test_red():\n    assert 1 == 2\n")
+    pytest = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml")]
+    result = subprocess.run(
+        [*pytest, "--rootdir", str(tmp_path), "--durations=3", str(tmp_path / "test_red.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    last = result.stdout.strip().splitlines()[-2:]
+    assert last[0].startswith("FAILED test_red.py::test_red"), result.stdout[-600:]

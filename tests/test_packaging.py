@@ -1,12 +1,16 @@
-"""The package as a user installs it: ``pip install .`` gives a wheel that holds every
-subpackage and the course data, and ``import helpers`` loads no TensorFlow."""
+"""The package as a user installs it: ``pip install .`` gives a wheel that holds exactly the
+tracked files of helpers/ and data/ (built from a clean copy of them, so nothing a build left
+in the checkout gets in, and nothing is left behind), and ``import helpers`` loads no
+TensorFlow."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -44,30 +48,100 @@ def test_a_tensorflow_subpackage_imports_it_without_its_start_up_log():
     assert result.stderr == ""
 
 
-@pytest.fixture(scope="module")
-def wheel_install(tmp_path_factory) -> tuple[str, Path]:
-    """The wheel ``pip install .`` builds, installed into a fresh environment whose only
-    other packages are the course environment's (added as a plain path, so the checkout's
-    editable install is not among them)."""
-    work = tmp_path_factory.mktemp("wheel")
+def tracked_files(root: Path = ROOT) -> list[str]:
+    """The files git tracks in ``root`` that are there now (a deleted one is not)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    return sorted(name for name in listed if name and (root / name).is_file())
+
+
+def in_the_wheel(tracked: list[str]) -> list[str]:
+    """Where each tracked file under helpers/ and data/ belongs in the wheel (data/ is
+    installed as helpers/course_data, pyproject.toml's package-dir)."""
+    return sorted(
+        name if name.startswith("helpers/") else "helpers/course_data/" + name.removeprefix("data/")
+        for name in tracked
+        if name.startswith(("helpers/", "data/"))
+    )
+
+
+def build_wheel(root: Path, out: Path) -> Path:
+    """The wheel ``pip wheel`` builds from a clean copy of ``root``'s tracked files (a build
+    in the checkout leaves build/ and an egg-info there, and reuses them next time)."""
+    copy = out / "source"
+    for name in tracked_files(root):
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, copy / name)
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
     build = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(work),
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
+        [*command, "-w", str(out), str(copy)], capture_output=True, text=True, cwd=out
     )
     assert build.returncode == 0, build.stderr
-    (wheel,) = work.glob("gradient_clinic-*.whl")
+    (wheel,) = out.glob("gradient_clinic-*.whl")
+    return wheel
+
+
+def wheel_files(wheel: Path) -> list[str]:
+    """The wheel's files, its metadata (``*.dist-info``) aside."""
+    with zipfile.ZipFile(wheel) as archive:
+        return sorted(n for n in archive.namelist() if ".dist-info/" not in n)
+
+
+def _left_in(root: Path) -> list[str]:
+    """What git ignores in ``root`` and a build would leave: build/ and any egg-info."""
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=root, capture_output=True, text=True
+    ).stdout
+    return sorted(
+        line[3:] for line in status.splitlines() if "build/" in line or "egg-info" in line
+    )
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    before = _left_in(ROOT)
+    built = build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
+    assert _left_in(ROOT) == before, "the wheel's build left files in the checkout"
+    return built
+
+
+def test_the_wheel_holds_exactly_the_tracked_helpers_and_data(wheel):
+    assert wheel_files(wheel) == in_the_wheel(tracked_files())
+
+
+def test_a_module_deleted_from_helpers_leaves_the_next_wheel(tmp_path):
+    """A module added, built, deleted and built again is not in the second wheel; and a
+    wheel that still held it would fail the comparison above."""
+    checkout = tmp_path / "checkout"
+    for name in [n for n in tracked_files() if n.startswith(("helpers/", "data/"))] + [
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+    ]:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, checkout / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(checkout)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    obsolete = checkout / "helpers" / "course" / "obsolete.py"
+    obsolete.write_text('"""Soon gone."""\n')
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "with obsolete.py"], check=True)
+    first = wheel_files(build_wheel(checkout, tmp_path / "first"))
+    assert "helpers/course/obsolete.py" in first
+    subprocess.run([*git, "rm", "-q", str(obsolete)], check=True)
+    second = wheel_files(build_wheel(checkout, tmp_path / "second"))
+    assert "helpers/course/obsolete.py" not in second
+    assert second == in_the_wheel(tracked_files(checkout))
+    assert first != in_the_wheel(tracked_files(checkout))
+
+
+@pytest.fixture(scope="module")
+def wheel_install(wheel, tmp_path_factory) -> tuple[str, Path]:
+    """The wheel, installed into a fresh environment whose only other packages are the
+    course environment's (added as a plain path, so the checkout's editable install is not
+    among them)."""
+    work = tmp_path_factory.mktemp("install")
     env = work / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     python = str(env / "bin" / "python")

@@ -3,10 +3,6 @@ the one private TensorFlow internal the probe uses, pinned."""
 
 from __future__ import annotations
 
-import ast
-import importlib
-import inspect
-
 import keras
 import numpy as np
 import pytest
@@ -14,7 +10,7 @@ import tensorflow as tf
 
 from helpers.diagnosis import probe as probe_module
 from helpers.diagnosis.probe import LOSS, GradientProbe
-from helpers.diagnosis.probe.marks import _creation_order, classify
+from helpers.diagnosis.probe.marks import classify
 
 
 def _data(shape=(4, 6), seed=0):
@@ -44,46 +40,6 @@ def test_defect_8_module_level_mark_records_into_the_active_probe_only():
     assert probe.marks == ["block/hidden", "block/pair['a']", "block/pair['b'][0]"]
     assert probe.locate(loss, block.trainable_variables).intact
     assert probe_module.mark("after", x) is x  # the probe is closed: a no-op again
-
-
-# -- public TensorFlow API only, the one exception pinned ---------------------------
-def test_defect_9_private_internals_live_in_one_function():
-    package = "helpers.diagnosis.probe"
-    modules = [
-        probe_module,
-        *(
-            importlib.import_module(f"{package}.{name}")
-            for name in ("marks", "exits", "location", "locate", "keras_marks")
-        ),
-    ]
-    tree = ast.parse("\n".join(inspect.getsource(module) for module in modules))
-    private = {"_id", "uid", "_keras_logits"}
-    users = set()
-    for function in ast.walk(tree):
-        if isinstance(function, ast.FunctionDef):
-            for node in ast.walk(function):
-                name = (
-                    node.attr
-                    if isinstance(node, ast.Attribute)
-                    else node.value
-                    if isinstance(node, ast.Constant)
-                    else None
-                )
-                module = node.module if isinstance(node, ast.ImportFrom) else ""
-                if name in private or (module or "").startswith("tensorflow.python"):
-                    users.add(function.name)
-    assert users == {"_creation_order"}
-
-
-def test_defect_9_the_private_creation_counter_still_works():
-    """Pins ``_creation_order``: fails loudly when a TensorFlow upgrade moves the counter."""
-    first = tf.constant(1.0)
-    second = first + 1.0
-    between = _creation_order()
-    third = second * 2.0
-    numbers = [_creation_order(t) for t in (first, second)]
-    assert all(isinstance(n, int) for n in [*numbers, between])
-    assert numbers[0] < numbers[1] < between < _creation_order(third)
 
 
 def test_defect_8_module_level_mark_inside_one_tf_function_trace():

@@ -149,3 +149,38 @@ def _all_pins(lock: str) -> dict[str, str]:
         for line in (ROOT / lock).read_text().splitlines()
         if "==" in line and not line.startswith((" ", "#"))
     }
+
+
+def _first_cell_after(imports: str, onednn: str | None) -> subprocess.CompletedProcess:
+    """A fresh process that runs ``imports`` and then a notebook's first cell, with
+    ``TF_ENABLE_ONEDNN_OPTS`` as given (None: unset); warnings are errors there."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    env.update({} if onednn is None else {"TF_ENABLE_ONEDNN_OPTS": onednn})
+    code = (
+        f"{imports}\n"
+        "import warnings\n"
+        "warnings.simplefilter('error')\n"
+        "from helpers.course import make_deterministic\n"
+        "make_deterministic(seed=0)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+
+
+def test_make_deterministic_warns_when_tensorflow_came_first_with_onednn_on():
+    from helpers.course.reproducibility import ONEDNN_WARNING
+
+    first = _first_cell_after("import tensorflow", None)
+    assert first.returncode != 0
+    assert f"ImportOrderWarning: {ONEDNN_WARNING}" in first.stderr
+    assert ONEDNN_WARNING.count(". ") == 0 and ONEDNN_WARNING.endswith(".")  # one sentence
+
+
+def test_make_deterministic_is_quiet_in_the_course_order_or_with_onednn_off():
+    helpers_first = _first_cell_after("import helpers, tensorflow", None)
+    assert helpers_first.returncode == 0, helpers_first.stderr
+    turned_off = _first_cell_after("import keras", "0")
+    assert turned_off.returncode == 0, turned_off.stderr

@@ -7,9 +7,24 @@ import warnings
 
 import numpy as np
 
+import helpers
 from helpers.course.quiet_tensorflow import import_tensorflow
 
 DEFAULT_SEED = 0
+ONEDNN_WARNING = (
+    "TensorFlow was imported before helpers, with oneDNN on, so results can differ from the "
+    "stored outputs in their last digits; to match them, restart the kernel and run the "
+    "first cell (which imports helpers) before importing tensorflow or keras."
+)
+
+
+class ImportOrderWarning(UserWarning):
+    """TensorFlow was imported before ``helpers`` turned oneDNN off."""
+
+
+def onednn_warning() -> str | None:
+    """``ONEDNN_WARNING`` if TensorFlow was loaded before ``import helpers`` with oneDNN on."""
+    return ONEDNN_WARNING if helpers.ONEDNN_ON_BEFORE_HELPERS else None
 
 
 def make_deterministic(seed: int = DEFAULT_SEED, *, quiet: bool = True) -> None:
@@ -17,8 +32,11 @@ def make_deterministic(seed: int = DEFAULT_SEED, *, quiet: bool = True) -> None:
 
     Call it again to restart a random sequence from the same point. With ``quiet`` the
     Python-side TensorFlow logger only reports errors (the C++ side is handled by
-    ``helpers.course.quiet_tensorflow``).
+    ``helpers.course.quiet_tensorflow``). Warns (``ImportOrderWarning``, one sentence) when
+    TensorFlow was imported before ``helpers`` with oneDNN on.
     """
+    if message := onednn_warning():
+        warnings.warn(message, ImportOrderWarning, stacklevel=2)
     tf = import_tensorflow()
     import keras  # after TensorFlow: keras imports it
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from helpers.course import STATUS_COLOURS
 
+__all__ = ["VERDICT_COLOURS", "CheckResult", "run_check"]
+
 # JupyterLab's theme colours (light and dark alike), the report's own: solved as "ok", not yet
 # as "error".
 VERDICT_COLOURS = {True: STATUS_COLOURS["ok"], False: STATUS_COLOURS["error"]}

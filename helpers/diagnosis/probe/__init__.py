@@ -13,7 +13,8 @@ and ``gradient`` share their answers, so no call changes what a later one says (
 ``tf.function`` it works when the block, the marks and ``locate`` run in one trace.
 Parts: ``marks`` (what a mark is), ``exits`` (conversions to Python / NumPy, assignments),
 ``keras_marks`` (auto-marks), ``location`` (the verdict, its words and picture), ``locate``
-(the search).
+(the search), ``internals`` (every private or patched API touched, with the versions each was
+verified on; ``GradientProbe()`` warns on others).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import keras
 import tensorflow as tf
 
 from helpers.diagnosis.probe.exits import Exit, noting_exits
+from helpers.diagnosis.probe.internals import check_versions, creation_order
 from helpers.diagnosis.probe.keras_marks import marking_layers
 from helpers.diagnosis.probe.locate import Gradients, Locator, aside, loss_status, source_names
 from helpers.diagnosis.probe.location import Location, MarkResult
@@ -34,7 +36,6 @@ from helpers.diagnosis.probe.marks import (
     VARIABLES,
     ProbeError,
     _active,
-    _creation_order,
     check_same_trace,
     check_sources,
     classify,
@@ -59,12 +60,14 @@ class GradientProbe:
     """
 
     def __init__(self, *, watch_accessed_variables: bool = True):
+        check_versions()  # one sentence on a TensorFlow / Keras it was not verified on
         self._tape = tf.GradientTape(
             persistent=True, watch_accessed_variables=watch_accessed_variables
         )
         self._marks: list[Any] = []
         self._watched: set[Any] = set()  # refs of tensors watched through the probe
         self._exits: list[Exit] = []  # conversions to Python / NumPy, assignments
+        self._walls: list[tuple[str, int]] = []  # tf.stop_gradient / tf.cond, marks before
         self._state = "new"  # new -> recording -> done
         self._graph: Any = None
         self._eager, self._busy = True, False
@@ -81,9 +84,9 @@ class GradientProbe:
             )
         self._eager = tf.executing_eagerly()
         self._graph = tf.compat.v1.get_default_graph()
-        self._span[0] = _creation_order() if self._eager else None
+        self._span[0] = creation_order() if self._eager else None
         self._tape.__enter__()
-        self._stack.enter_context(noting_exits(self._note_exit))
+        self._stack.enter_context(noting_exits(self._note_exit, self._note_wall))
         self._state = "recording"
         _active.append(self)
         return self
@@ -94,7 +97,7 @@ class GradientProbe:
         for tape in reversed(self._own_tapes()):
             tape.__exit__(*exc_info)
         self._tape.__exit__(*exc_info)
-        self._span[1] = _creation_order() if self._eager else None
+        self._span[1] = creation_order() if self._eager else None
         self._state = "done"
         if self in _active:
             _active.remove(self)
@@ -216,6 +219,7 @@ class GradientProbe:
                 self._eager,
                 self._grads,
                 self._extra(),
+                self._walls,
             )
             where, _, _ = aside(
                 self._eager, lambda: locator.run(loss, sources, names, status, usable)
@@ -238,6 +242,11 @@ class GradientProbe:
         the block calls): auto-marks skip those."""
         return self._busy or not same_trace(self._eager, self._graph)
 
+    def _note_wall(self, label: str) -> None:
+        """A ``tf.stop_gradient`` or ``tf.cond`` call, after as many marks as made so far."""
+        if not self._busy and self.recording and not self._elsewhere():
+            self._walls.append((label, len(self._marks)))
+
     def _note_exit(self, label: str, value: Any, variable: Any = None) -> None:
         """A conversion (``value``: the tensor or variable converted) or an assignment
         (``value`` written into ``variable``, watched from now on by a tape of its own)."""
@@ -259,8 +268,10 @@ def _paused(probe: GradientProbe) -> Iterator[None]:
             for tape in [probe.tape, *probe._own_tapes()]:
                 stack.enter_context(tape.stop_recording())
         probe._busy = True
-        stack.callback(setattr, probe, "_busy", False)
-        yield
+        try:
+            yield
+        finally:
+            probe._busy = False
 
 
 __all__ = ["LOSS", "VARIABLES", "GradientProbe", "Location", "MarkResult", "ProbeError", "mark"]

@@ -7,7 +7,9 @@ call those on what they are given), or written into a variable (``v.assign(t)``,
 TensorFlow has no hook for this, so while a probe records eagerly, the conversion and
 assignment methods of eager tensors and variables and NumPy's array constructors are wrapped,
 and eager tensors get an ``__array_wrap__`` (which NumPy calls on a ufunc's inputs), to note
-each float tensor converted or assigned; all is restored on exit (also on error). A
+each float tensor converted or assigned; ``tf.stop_gradient`` and ``tf.cond`` are wrapped to
+note where they ran (walls). All is restored on exit (also on error); every such touch is
+made through ``internals``, which lists them with the versions they were verified on. A
 conversion made inside a library is named by the library function the block called
 (``lfilter()``). The probe later asks which sources reach each noted tensor: a source whose
 gradient is None and that reaches one left the tape there.
@@ -20,16 +22,22 @@ computation likely left TensorFlow.
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import sysconfig
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import keras
-import numpy as np
 import tensorflow as tf
+
+from helpers.diagnosis.probe.internals import (
+    array_wrap_owner,
+    eager_tensor_type,
+    method_owners,
+    module_functions,
+    patched,
+)
+from helpers.diagnosis.why_none import is_variable
 
 CONVERSIONS = {
     "__float__": "float()",
@@ -41,8 +49,10 @@ CONVERSIONS = {
 METHODS = ("float()", "int()", ".numpy()")  # the rest: NumPy and library calls
 ASSIGNMENTS = ("assign", "assign_add", "assign_sub")
 NUMPY_CONSTRUCTORS = ("asarray", "asanyarray", "array", "ascontiguousarray", "asfortranarray")
+# Calls that cut a path inside TensorFlow, with no conversion to see: where a break has no
+# other explanation, the verdict names them instead of guessing at NumPy.
+WALLS = {"stop_gradient": "tf.stop_gradient()", "cond": "tf.cond()"}
 _inside = [False]  # inside a wrapped method: float() calls .numpy(); note it once
-_MISSING = object()
 
 
 @dataclass
@@ -60,19 +70,12 @@ class Exit:
     tape: tf.GradientTape | None = None
 
 
-@functools.cache
 def _owners() -> list[tuple[type, str, str]]:
     """``(class, method, label)`` for every conversion and assignment method of eager
     tensors and variables, on the class that defines it (labels of assignments: the
     method's name)."""
-    found: list[tuple[type, str, str]] = []
-    methods = [*CONVERSIONS.items(), *((name, name) for name in ASSIGNMENTS)]
-    for cls in (type(tf.constant(0.0)), type(tf.Variable(0.0)), keras.Variable):
-        for name, label in methods:
-            owner = next((c for c in cls.__mro__ if name in c.__dict__), None)
-            if owner is not None and (owner, name, label) not in found:
-                found.append((owner, name, label))
-    return found
+    labels = {**CONVERSIONS, **{name: name for name in ASSIGNMENTS}}
+    return [(owner, name, labels[name]) for owner, name in method_owners(tuple(labels))]
 
 
 def _is_float(value: Any) -> bool:
@@ -85,38 +88,62 @@ def _is_float(value: Any) -> bool:
 
 def _is_read(value: Any) -> bool:
     """An eager tensor or a variable (what NumPy can read), of a float dtype."""
-    eager = isinstance(value, type(tf.constant(0.0)))
-    return (eager or isinstance(value, (tf.Variable, keras.Variable))) and _is_float(value)
+    eager = isinstance(value, eager_tensor_type())
+    return (eager or is_variable(value)) and _is_float(value)
 
 
 @contextlib.contextmanager
-def noting_exits(note: Callable[..., None]) -> Iterator[None]:
+def noting_exits(
+    note: Callable[..., None], note_wall: Callable[[str], None] = lambda label: None
+) -> Iterator[None]:
     """While open (eagerly), call ``note(label, tensor)`` for every float eager tensor or
-    variable converted to a Python or NumPy number, and ``note(label, value, variable)``
-    for every float tensor assigned to a variable (label: ``assign`` / ``assign_add`` /
-    ``assign_sub``). Restores what it wrapped on exit, even on error."""
+    variable converted to a Python or NumPy number, ``note(label, value, variable)`` for
+    every float tensor assigned to a variable (label: ``assign`` / ``assign_add`` /
+    ``assign_sub``), and ``note_wall(label)`` for every call of a wall (``WALLS``).
+    Restores what it wrapped on exit, even on error (``internals.patched``)."""
     if not tf.executing_eagerly():
         yield
         return
-    saved = []
-    for owner, name, label in _owners():
-        saved.append((owner, name, owner.__dict__[name]))
-        wrap = _assignment if name in ASSIGNMENTS else _conversion
-        setattr(owner, name, wrap(owner.__dict__[name], label, note))
-    for name in NUMPY_CONSTRUCTORS:
-        saved.append((np, name, getattr(np, name)))
-        setattr(np, name, _numpy_constructor(getattr(np, name), f"np.{name}()", note))
-    tensors = next(c for c in type(tf.constant(0.0)).__mro__ if "__array__" in c.__dict__)
-    saved.append((tensors, "__array_wrap__", tensors.__dict__.get("__array_wrap__", _MISSING)))
-    tensors.__array_wrap__ = _array_wrap(tensors.__dict__.get("__array_wrap__"), note)
-    try:
+    replacements: list[tuple[Any, str, Callable[[Any], Any]]] = [
+        (owner, name, _wrapper(name, label, note)) for owner, name, label in _owners()
+    ]
+    replacements += [
+        (
+            module,
+            name,
+            lambda original, label=f"np.{name}()": _numpy_constructor(original, label, note),
+        )
+        for module, name in module_functions(tuple(f"np.{n}" for n in NUMPY_CONSTRUCTORS))
+    ]
+    replacements += [
+        (module, name, lambda original, label=WALLS[name]: _wall(original, label, note_wall))
+        for module, name in module_functions(tuple(f"tf.{n}" for n in WALLS))
+    ]
+    replacements.append(
+        (array_wrap_owner(), "__array_wrap__", lambda original: _array_wrap(original, note))
+    )
+    with patched(replacements):
         yield
-    finally:
-        for owner, name, original in reversed(saved):
-            if original is _MISSING:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
+
+
+def _wrapper(
+    name: str, label: str, note: Callable[..., None]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    wrap = _assignment if name in ASSIGNMENTS else _conversion
+    return lambda original: wrap(original, label, note)
+
+
+def _wall(
+    original: Callable[..., Any], label: str, note_wall: Callable[[str], None]
+) -> Callable[..., Any]:
+    """``tf.stop_gradient`` / ``tf.cond``: note the call, then make it."""
+
+    def wall(*args: Any, **kwargs: Any) -> Any:
+        if not _inside[0]:
+            note_wall(label)
+        return original(*args, **kwargs)
+
+    return _named_like(wall, original, label)
 
 
 def _conversion(
@@ -189,8 +216,7 @@ def _assignment(
             result = original(self, value, *args, **kwargs)
         finally:
             _inside[0] = False
-        plain = tf.is_tensor(value) and not isinstance(value, (tf.Variable, keras.Variable))
-        if plain and _is_float(value):
+        if tf.is_tensor(value) and not is_variable(value) and _is_float(value):
             note(label, value, self)
         return result
 

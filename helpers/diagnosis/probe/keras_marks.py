@@ -2,7 +2,8 @@
 model's code.
 
 ``marking_layers(probe, model)`` wraps the ``call`` of the model and of every layer inside it
-(nested layers and sub-models included) with an instance attribute that marks the output,
+(nested layers and sub-models included) with an instance attribute that marks the output
+(``internals.set_call``),
 and removes those attributes on exit, even on error: afterwards the model has the same
 weights, the same ``call`` and no attribute it did not have. Works for Sequential, Functional
 and subclassed models, eagerly and inside ``tf.function`` (Keras calls ``layer.call``
@@ -17,6 +18,8 @@ from typing import Any
 
 import keras
 import tensorflow as tf
+
+from helpers.diagnosis.probe.internals import has_own_call, restore_call, set_call
 
 
 def layers_by_path(model: keras.layers.Layer) -> list[tuple[str, keras.layers.Layer]]:
@@ -78,17 +81,17 @@ def marking_layers(
     wrapped = []
     try:
         for path, layer in layers:
-            if "call" in vars(layer):
+            if has_own_call(layer):
                 raise ValueError(
                     f"layer {path!r} already has its call wrapped (mark_layers "
                     "on the same model twice?)."
                 )
-            object.__setattr__(layer, "call", _marked(layer.call, path, mark, skip, calls))
+            set_call(layer, _marked(layer.call, path, mark, skip, calls))
             wrapped.append(layer)
         yield [path for path, _ in layers]
     finally:
         for layer in wrapped:
-            object.__delattr__(layer, "call")
+            restore_call(layer)
 
 
 def _marked(

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from helpers.diagnosis.probe.exits import METHODS, Exit
+from helpers.diagnosis.probe.internals import creation_order
 from helpers.diagnosis.probe.location import (
     Facts,
     Location,
@@ -38,7 +39,6 @@ from helpers.diagnosis.probe.marks import (
     NO_GRADIENT_KINDS,
     VARIABLES,
     Mark,
-    _creation_order,
     a_or_an,
     error_text,
     is_plain_tensor,
@@ -136,8 +136,10 @@ class Locator:
         eager: bool,
         gradients: Gradients,
         extra: Sequence[Any] = (),
+        walls: Sequence[tuple[str, int]] = (),
     ):
         self.tape, self.marks, self.watched = tape, marks, watched
+        self.walls = tuple(walls)
         self.exits, self.eager, self.grads = exits, eager, gradients
         self.extra = list(extra)
         self.once: list[str] = []
@@ -179,6 +181,7 @@ class Locator:
             loss_note,
             loss_note.partition(":")[0],
             error,
+            walls=self.walls,
         )
         breaks, details, starts, home = self.breaks(facts, tensors)
         if error:
@@ -522,7 +525,7 @@ def loss_status(loss: Any, eager: bool, span: Sequence[int | None]) -> tuple[Los
         return "integer", (
             f"The loss is {a_or_an(loss.dtype.name)} tensor: integers carry no gradient."
         )
-    made = _creation_order(loss) if eager else None
+    made = creation_order(loss) if eager else None
     begun, ended = span
     if made is not None and ended is not None and made > ended:
         return "after", (

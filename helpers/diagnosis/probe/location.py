@@ -265,6 +265,12 @@ UNSEEN = (  # a cut the probe saw nothing of, at a value nothing recorded before
     "integer, a constant or a custom gradient lies there, the computation likely left "
     "TensorFlow (a NumPy/SciPy call?)."
 )
+WALL_TEXT = {  # a cut the probe saw no conversion at, but one of these calls in
+    "tf.stop_gradient()": "tf.stop_gradient() ran here: it passes the value on and no gradient "
+    "back (remove it, unless freezing what comes before it is the point).",
+    "tf.cond()": "tf.cond() ran here: only the branch that ran is recorded, so a branch that "
+    "returns a constant (or anything not computed from the sources) cuts the path.",
+}
 LossKind = Literal["", "integer", "numpy", "python", "before", "after"]
 
 
@@ -280,7 +286,8 @@ class Facts:
     float, not a tensor"). ``main_error``: what ``tape.gradient(loss, sources)`` raised.
     ``anew``: the ends of breaks that nothing recorded before them reaches (made from a
     constant, a NumPy array, or behind a cut): where a conversion the probe could not see
-    may lie."""
+    may lie. ``walls``: each ``tf.stop_gradient`` / ``tf.cond`` call, with how many marks
+    were made before it."""
 
     causes: dict[str, Cause]
     results: list[MarkResult]
@@ -292,6 +299,7 @@ class Facts:
     loss_subject: str = ""
     main_error: str = ""
     anew: frozenset[str] = frozenset()
+    walls: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -392,7 +400,8 @@ def break_lines(
     by_loss = bool(facts.loss_kind) and (with_loss or pair[1] == LOSS)  # what the loss is
     unseen = pair[1] in facts.anew and not found.explains()
     if cut and unseen and not by_loss and not with_error:
-        lines.append(UNSEEN)
+        walls = walls_in(pair, facts)
+        lines += [WALL_TEXT[label] for label in walls] or [UNSEEN]
     if with_loss and not (found.integer_sources or found.integer_marks) and loss_int:
         lines.append(facts.loss_note)
     if with_loss and not (found.left or found.out_marks) and loss_out:
@@ -400,6 +409,16 @@ def break_lines(
     if with_loss and facts.loss_kind in ("before", "after"):
         lines.append(facts.loss_note)
     return lines
+
+
+def walls_in(pair: tuple[str, str], facts: Facts) -> list[str]:
+    """The walls (``tf.stop_gradient()``, ``tf.cond()``) called between the two ends of a
+    break, each named once: after its start mark and before its end mark."""
+    names = [r.name for r in facts.results]
+    start, end = pair
+    first = names.index(start) + 1 if start in names else 0
+    last = names.index(end) if end in names else len(names)
+    return list(dict.fromkeys(label for label, made in facts.walls if first <= made <= last))
 
 
 def main_error_note(error: str) -> str:

@@ -2,7 +2,7 @@
 
 A mark is a named point of the forward pass. Float tensors and variables get a tape of their
 own; NumPy arrays, Python numbers and integer tensors are where a path leaves the tape, and
-say so. Also the one private TensorFlow internal the probe uses (``_creation_order``).
+say so.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from helpers.diagnosis.probe.internals import creation_order
 from helpers.diagnosis.why_none import is_variable
 
 VARIABLES = "(variables)"
@@ -130,7 +131,7 @@ def watch_mark(m: Mark, tape: tf.GradientTape, watched: set[Any], begun: int | N
     m.tape = tf.GradientTape(persistent=True, watch_accessed_variables=False)
     m.tape.__enter__()
     m.tape.watch(value)
-    made = _creation_order(m.value) if begun is not None else None
+    made = creation_order(m.value) if begun is not None else None
     if m.kind == "float" and made is not None and made < begun:
         m.note = "computed before the `with` block began: the tape never saw how it was made."
 
@@ -172,23 +173,6 @@ def require(state: str, what: str, *, recording: bool) -> None:
             f"probe.{what}() needs a recorded forward pass: run it inside "
             "`with GradientProbe() as probe:` first."
         )
-
-
-def _creation_order(tensor: Any = None) -> int | None:
-    """The one private TensorFlow internal the probe uses (tests/test_probe_marks.py pins it).
-
-    Eager tensors carry a creation number, ``tensor._id``, drawn from the counter
-    ``ops.uid()``; comparing them tells whether the loss or a mark was made before or after
-    the ``with`` block. TensorFlow has no public way to ask. Without ``tensor``, returns the
-    counter's next value. None when the internal is gone (the verdict then omits the note).
-    """
-    try:
-        from tensorflow.python.framework import ops
-
-        number = ops.uid() if tensor is None else getattr(tensor, "_id", None)
-    except (ImportError, AttributeError):  # pragma: no cover - TF internals changed
-        return None
-    return number if isinstance(number, int) else None
 
 
 def is_plain_tensor(value: Any) -> bool:
