@@ -369,10 +369,10 @@ def figures_in(text: str) -> set[str]:
     return {figure_key(m[1]) for m in NUMBER.finditer(text)}
 
 
-def deciding_figures(cells: list[dict]) -> list[tuple[int, int, set[str]]]:
-    """Per Predict prompt: (its cell, its reveal's cell, the figures its run prints that no
-    earlier cell printed). Proof cells print no figure."""
-    found, seen = [], set()
+def prompt_runs(cells: list[dict]) -> list[tuple[int, list[int], int]]:
+    """Per Predict prompt: (its cell, the code cells of its run, proof cells left out, the cell
+    of its reveal: the next Markdown cell). The site folds those runs' outputs too."""
+    found = []
     for index, cell in enumerate(cells):
         if cell["cell_type"] != "markdown" or not minutes.PROMPT.search(source(cell)):
             continue
@@ -380,16 +380,23 @@ def deciding_figures(cells: list[dict]) -> list[tuple[int, int, set[str]]]:
             (j for j in range(index + 1, len(cells)) if cells[j]["cell_type"] == "markdown"),
             len(cells),
         )
+        run = [j for j in range(index + 1, reveal) if not minutes.is_proof(cells[j])]
+        found.append((index, run, reveal))
+    return found
+
+
+def deciding_figures(cells: list[dict]) -> list[tuple[int, int, set[str]]]:
+    """Per Predict prompt: (its cell, its reveal's cell, the figures its run prints that no
+    earlier cell printed). Proof cells print no figure."""
+    found, seen = [], set()
+    for index, run_cells, reveal in prompt_runs(cells):
         seen |= {
             f
             for c in cells[:index]
             if c["cell_type"] == "code"
             for f in printed_figures(output_text(c))
         }
-        run = set()
-        for cell_ in cells[index + 1 : reveal]:
-            if cell_["cell_type"] == "code" and not minutes.is_proof(cell_):
-                run |= printed_figures(output_text(cell_))
+        run = {f for j in run_cells for f in printed_figures(output_text(cells[j]))}
         found.append((index, reveal, run - seen))
     return found
 

@@ -244,3 +244,22 @@ def test_doctor_says_where_the_work_lives(root):
     workspace.Workspace(root).sync()
     check = course.check_workspace(root)
     assert check.state == "ok" and f"{root / 'workspace'}: 2 notebooks" in check.text
+
+
+def test_lab_opens_the_workspace_and_lab_stored_the_courses_notebooks(monkeypatch):
+    ran = []
+    monkeypatch.setattr(course, "setup", lambda lock: None)
+    monkeypatch.setattr(course, "run", lambda *command, **kw: ran.append(command) or 0)
+    assert course.main(["lab"]) == 0
+    sync, lab = ran
+    assert sync[1:] == ("scripts/workspace.py", "sync")
+    assert f"--ServerApp.root_dir={course.ROOT / 'workspace'}" in lab
+    assert course.ROOT / "workspace" / "00_start_here.ipynb" in lab
+    ran.clear()
+    assert course.main(["lab", "--stored", "--no-browser"]) == 0
+    (lab,) = ran
+    assert f"--ServerApp.root_dir={course.ROOT}" in lab and "--stored" not in lab
+    assert lab[-2:] == ("notebooks/00_start_here.ipynb", "--no-browser")
+    ran.clear()
+    assert course.main(["reset", "01", "--yes"]) == 0
+    assert ran == [(sys.executable, "scripts/workspace.py", "reset", "01", "--yes")]
