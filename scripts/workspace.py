@@ -104,11 +104,14 @@ class Workspace:
                 entry = record[name]
             if entry["course"] == version:
                 continue
+            if _sha(copy.read_bytes()) == version:  # the learner took the new version in
+                entry.update(course=version, copy=version)
+                continue
             if not self.changed(name, entry):
                 entry.update(course=version, copy=self._write(copy, text))
-                entry.pop("updated", None)
                 if updated.is_file() and _sha(updated.read_bytes()) == entry.get("offered"):
                     updated.unlink()
+                    entry.pop("offered")
                 lines.append(f"updated: {self._shown(copy)} (the course changed; you had not)")
             elif entry.get("offered") == version and updated.is_file():
                 continue  # already offered

@@ -263,3 +263,15 @@ def test_lab_opens_the_workspace_and_lab_stored_the_courses_notebooks(monkeypatc
     ran.clear()
     assert course.main(["reset", "01", "--yes"]) == 0
     assert ran == [(sys.executable, "scripts/workspace.py", "reset", "01", "--yes")]
+
+
+def test_a_learner_who_takes_the_offered_version_in_is_not_offered_it_again(root):
+    space = workspace.Workspace(root)
+    space.sync()
+    mine = root / "workspace" / "00_first.ipynb"
+    _edit(mine)
+    _publish(root, "00_first", "v2")
+    space.sync()
+    (root / "workspace" / "00_first.updated.ipynb").replace(mine)  # they rename it over theirs
+    assert space.sync() == [] and not space.changed("00_first")
+    assert not (root / "workspace" / "00_first.updated.ipynb").exists()
