@@ -6,7 +6,9 @@
 Sphinx with MyST-NB and the book theme (``site/conf.py``), offline. The pages are staged in
 ``site/_build/src``: a landing page made from the README's opening, course map and two
 commands, and a copy of every notebook whose proof cells get MyST-NB's ``hide-input`` tag, so
-they stay collapsed behind a toggle as in JupyterLab. The notebooks themselves are not changed.
+they stay collapsed behind a toggle as in JupyterLab, and whose Predict prompts' runs get
+``hide-output``: a reader decides before a "show output" toggle reveals the result, as a learner
+in the workspace decides before running the cell. The notebooks themselves are not changed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lint_course  # noqa: E402  (what a prompt's run is: one definition, the lint's)
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "site"
@@ -55,10 +60,16 @@ def lab_outputs(notebook: dict, model_id: str) -> list[dict]:
 
 
 def staged_notebook(notebook: dict) -> dict:
-    """The notebook with its proof cells collapsed on the page (tag ``hide-input``), its
+    """The notebook with its proof cells collapsed on the page (tag ``hide-input``), the
+    outputs of each Predict prompt's run folded (tag ``hide-output``), its
     HTML anchors (``<a id="x"></a>``) as MyST targets, so ``[...](#x)`` links resolve, and each
     lab's stored table and figure under its text fallback."""
-    for cell in notebook["cells"]:
+    runs = {j for _, run, _ in lint_course.prompt_runs(notebook["cells"]) for j in run}
+    for index, cell in enumerate(notebook["cells"]):
+        if index in runs and cell["cell_type"] == "code":
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            if "hide-output" not in tags:
+                tags.append("hide-output")
         for output in list(cell.get("outputs", [])):
             view = output.get("data", {}).get(WIDGET_VIEW)
             if view:

@@ -1,7 +1,11 @@
 """The course's tasks, run by ``./course.sh`` with the course environment's Python.
 
     ./course.sh doctor        check the setup, one line each, with the fix for each problem
-    ./course.sh lab           install the course lock (first time) and open JupyterLab
+    ./course.sh lab           install the course lock (first time) and open JupyterLab on your
+                              workspace (workspace/: your copies, outputs cleared, git-ignored)
+    ./course.sh lab --stored  open the course's own notebooks, with their stored outputs
+    ./course.sh reset NN_name put the course's version of a notebook in your workspace (asks
+                              first if you changed yours; --yes does not ask)
     ./course.sh test          install the dev lock, lint, then pytest: the unit tests, every
                               notebook under strict nbval and the browser tests, two workers
     ./course.sh portability   every notebook under strict nbval as on an older x86-64 CPU, on
@@ -194,6 +198,15 @@ def check_disk(free_bytes: int | None = None, is_installed: bool | None = None) 
     )
 
 
+def check_workspace(root: Path = ROOT) -> Check:
+    """Where the learner's work lives (``scripts/workspace.py`` makes and keeps it)."""
+    folder = root / "workspace"
+    if not (folder / ".course.json").is_file():
+        return Check("--", f"your work: none yet; ./course.sh lab makes {folder} (git ignores it)")
+    mine = len([p for p in folder.glob("[0-9][0-9]_*.ipynb") if ".updated" not in p.name])
+    return Check("ok", f"your work lives in {folder}: {mine} notebooks (git ignores it)")
+
+
 def report(checks: Sequence[Callable[[], Check]], quiet: bool = False) -> bool:
     """Run the checks, print their lines (only problems when quiet); True if none failed."""
     ok = True
@@ -373,14 +386,25 @@ def main(argv: Sequence[str]) -> int:
                     check_helpers,
                     check_chromium,
                     check_disk,
+                    check_workspace,
                 ]
             )
             else 1
         )
     if command == "lab":
         setup(COURSE_LOCK)
-        start = "notebooks/00_start_here.ipynb"
-        return run("jupyter", "lab", f"--ServerApp.root_dir={ROOT}", start, *args)
+        if "--stored" in args:  # the course's notebooks, every output stored: for reading
+            args.remove("--stored")
+            start = "notebooks/00_start_here.ipynb"
+            return run("jupyter", "lab", f"--ServerApp.root_dir={ROOT}", start, *args)
+        if status := run(sys.executable, "scripts/workspace.py", "sync"):
+            return status
+        workspace = ROOT / "workspace"
+        start = workspace / "00_start_here.ipynb"
+        return run("jupyter", "lab", f"--ServerApp.root_dir={workspace}", start, *args)
+    if command == "reset":
+        setup(COURSE_LOCK)
+        return run(sys.executable, "scripts/workspace.py", "reset", *args)
     if command == "test":
         return test(args)
     if command == "portability":

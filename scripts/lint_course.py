@@ -57,6 +57,19 @@ SHOWN_ONCE = {
 # The fix steps that change the model's gradients: each shows a report and a plot.
 STEPS_WITH_A_PLOT = {"02_gru_state_fix": (1, 2, 3, 4, 5), "04_voicing_loss_fix": (1, 2, 4, 5)}
 MINUTES_TOLERANCE = 0.20  # README's, the opening's and INSTRUCTORS' minutes against the measure
+# A prompt's deciding figures (what its run prints) stay out of everything a learner reads
+# before its reveal. A figure that must appear earlier for another reason is listed here with
+# that reason, per notebook (its README row and INSTRUCTORS section included).
+SHOWN_BEFORE_THE_REVEAL = {
+    ("03_voicing_loss_reproduce", "1e-10"): "the hack's scale: the question's own code",
+    ("04_voicing_loss_fix", "1e-10"): "the hack's scale: the question's own code",
+    ("04_voicing_loss_fix", "40"): "the noise's level (-40 dB), the yardstick the prompt names",
+    ("06_capstone", "95"): "the confidence level of an interval, not a result",
+    ("06_capstone", "0.5"): "the target margin, set before anything is measured",
+}
+# INSTRUCTORS.md: the results, for the instructor, go below this heading; above it, each
+# notebook's section is checked like the notebook's Markdown before its reveals.
+AFTER_CLASS = "## After class"
 
 OPENING_BULLETS = (
     re.compile(r"^- \*\*You will be able to:\*\* \S", re.M),
@@ -80,6 +93,10 @@ CODE_BOX = (
     'border-left: 3px solid var(--jp-border-color1, #9e9e9e)">'
 )
 BOXED_BLOCK = re.compile(re.escape(CODE_BOX) + r"\n\n```python\n.*?\n```\n\n</div>", re.S)
+# A figure a run prints: a decimal (6.7, -4.7, 0.0297), a power of ten (2e-05) or a
+# percentage of two digits or more (91%); integers alone are counts and settings, not results.
+PRINTED_FIGURE = re.compile(r"(?<![\w.])[-+−]?(\d+\.\d+(?:e[-+]?\d+)?|\d+e[-+]?\d+|\d{2,}(?=\s?%))")
+NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w])")
 STEP_HEADING = re.compile(r"^## Step (\d+)\b", re.M)
 SEED_AS_A_CASE = re.compile(r"""(?ix)
     \bseed(?:['’]s\b|[\s-]+(?:case|cases|question|questions|file|answer|answers|loss|
@@ -334,6 +351,99 @@ def prediction_problems(cells: list[dict], at_least: int) -> list[str]:
     return problems
 
 
+# --------------------------------------------------------------------------- spoilers
+
+
+def figure_key(number: str) -> str:
+    """A number as a figure, sign dropped: 44.0 and 44 are one figure, 2e-05 and 2.0e-5 too; a
+    whole number up to 10 only as written (3.0 is a result, 3 a count)."""
+    value = format(float(number), "g")
+    return number if value.isdigit() and int(value) <= 10 else value
+
+
+def printed_figures(text: str) -> set[str]:
+    return {figure_key(m[1]) for m in PRINTED_FIGURE.finditer(text)}
+
+
+def figures_in(text: str) -> set[str]:
+    return {figure_key(m[1]) for m in NUMBER.finditer(text)}
+
+
+def prompt_runs(cells: list[dict]) -> list[tuple[int, list[int], int]]:
+    """Per Predict prompt: (its cell, the code cells of its run, proof cells left out, the cell
+    of its reveal: the next Markdown cell). The site folds those runs' outputs too."""
+    found = []
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown" or not minutes.PROMPT.search(source(cell)):
+            continue
+        reveal = next(
+            (j for j in range(index + 1, len(cells)) if cells[j]["cell_type"] == "markdown"),
+            len(cells),
+        )
+        run = [j for j in range(index + 1, reveal) if not minutes.is_proof(cells[j])]
+        found.append((index, run, reveal))
+    return found
+
+
+def deciding_figures(cells: list[dict]) -> list[tuple[int, int, set[str]]]:
+    """Per Predict prompt: (its cell, its reveal's cell, the figures its run prints that no
+    earlier cell printed). Proof cells print no figure."""
+    found, seen = [], set()
+    for index, run_cells, reveal in prompt_runs(cells):
+        seen |= {
+            f
+            for c in cells[:index]
+            if c["cell_type"] == "code"
+            for f in printed_figures(output_text(c))
+        }
+        run = {f for j in run_cells for f in printed_figures(output_text(cells[j]))}
+        found.append((index, reveal, run - seen))
+    return found
+
+
+def spoiler_problems(
+    cells: list[dict], stem: str, readme_row: str = "", instructors_notes: str = ""
+) -> list[str]:
+    """Where a prompt's deciding figure is shown before its reveal: in the notebook's
+    Markdown (title, opening, headings, the prompt itself), in the README's row for the
+    notebook, or in its INSTRUCTORS section above the after-class line."""
+    problems = []
+    for prompt, reveal, deciding in deciding_figures(cells):
+        deciding = {f for f in deciding if (stem, f) not in SHOWN_BEFORE_THE_REVEAL}
+        places = [
+            (f"cell {j}", source(cell))
+            for j, cell in enumerate(cells[:reveal])
+            if cell["cell_type"] == "markdown"
+        ]
+        places += [("README's course map", readme_row), ("INSTRUCTORS.md", instructors_notes)]
+        for where, text in places:
+            for figure in sorted(figures_in(text) & deciding):
+                problems.append(
+                    f"{where} shows {figure}, which the run after the Predict prompt in cell "
+                    f"{prompt} prints: say it after the run, in its reveal (or list it, with "
+                    "its reason, in SHOWN_BEFORE_THE_REVEAL)"
+                )
+    return problems
+
+
+def readme_row(readme: str, stem: str) -> str:
+    """The README course map's row for a notebook (empty if there is none)."""
+    return next((line for line in readme.splitlines() if f"[`{stem}`]" in line), "")
+
+
+def instructors_notes(instructors: str, stem: str) -> str:
+    """A notebook's section of INSTRUCTORS.md above the after-class line ('### NN · ...' to the
+    next heading), without its minutes lines."""
+    before = instructors.split(f"\n{AFTER_CLASS}", 1)[0]
+    match = re.search(rf"^### {stem[:2]} .*?(?=^##|\Z)", before, re.S | re.M)
+    text = match[0] if match else ""
+    return "\n".join(
+        line
+        for line in text.splitlines()
+        if not line.startswith("**Minutes") and not line.startswith("**Homework")
+    )
+
+
 # --------------------------------------------------------------------------- fix steps
 
 
@@ -428,14 +538,20 @@ def lint_notebook(
     path: Path,
     readme_minutes: dict[str, int] | None = None,
     instructors_minutes: dict[str, int] | None = None,
+    readme: str = "",
+    instructors: str = "",
 ) -> Iterator[str]:
-    """Every violation in one notebook, as text."""
+    """Every violation in one notebook, as text (``readme`` and ``instructors``: the texts of
+    README.md and INSTRUCTORS.md, checked for what they show before the notebook's reveals)."""
     cells, stem = cells_of(path), path.stem
     yield from opening_problems(cells[0]) if cells else ["the notebook is empty"]
     yield from exercise_problems(cells, int(stem[:2]))
     yield from proof_problems(cells)
     if stem in PREDICTIONS:
         yield from prediction_problems(cells, PREDICTIONS[stem])
+    yield from spoiler_problems(
+        cells, stem, readme_row(readme, stem), instructors_notes(instructors, stem)
+    )
     if stem in STEPS_WITH_A_PLOT:
         yield from step_problems(cells, STEPS_WITH_A_PLOT[stem])
     if stem in HELPER_NAMES and len(names := helper_names_imported(cells)) > HELPER_NAMES[stem]:
@@ -482,12 +598,14 @@ def lint_course(root: Path = ROOT) -> list[Violation]:
     """Every violation in the course: its notebooks, README.md, INSTRUCTORS.md and the
     helpers' strings."""
     notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    readme = minutes.readme_minutes(root / "README.md")
-    instructors = minutes.instructors_minutes(root / "INSTRUCTORS.md")
+    readme_minutes = minutes.readme_minutes(root / "README.md")
+    instructors_minutes = minutes.instructors_minutes(root / "INSTRUCTORS.md")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    instructors = (root / "INSTRUCTORS.md").read_text(encoding="utf-8")
     found = [
         (path.name, problem)
         for path in notebooks
-        for problem in lint_notebook(path, readme, instructors)
+        for problem in lint_notebook(path, readme_minutes, instructors_minutes, readme, instructors)
     ]
     for text, allowed in SHOWN_ONCE.items():
         showing = [

@@ -49,25 +49,45 @@ def without_solutions(markdown: str) -> str:
     return DETAILS.sub(lambda m: "" if _is_solution(m.group(0)) else m.group(0), markdown)
 
 
-def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The student edition of one notebook (a new object; ``notebook`` is not changed)."""
+def without_outputs(
+    notebook: nbformat.NotebookNode, keep: str | None = KEEP_OUTPUT_TAG
+) -> nbformat.NotebookNode:
+    """``notebook`` as a learner gets it before running anything (a new object): no stored
+    outputs (except those of cells tagged ``keep``), no execution counts, no widget state.
+    The student edition (``keep-output`` kept) and the learner's workspace
+    (``scripts/workspace.py``, ``keep=None``: nothing kept) both start here."""
     if notebook.get("nbformat") != 4:
         raise ValueError(
             f"expected an nbformat 4 notebook, got nbformat {notebook.get('nbformat')}"
         )
-    student = copy.deepcopy(notebook)
-    student.metadata.pop("widgets", None)
+    cleared = copy.deepcopy(notebook)
+    cleared.metadata.pop("widgets", None)
+    for cell in cleared.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.execution_count = None
+        if keep in cell.metadata.get("tags", []):
+            for output in cell.outputs:
+                if "execution_count" in output:
+                    output.execution_count = None
+        else:
+            cell.outputs = []
+    return cleared
+
+
+def notebook_text(notebook: nbformat.NotebookNode) -> str:
+    """A validated notebook as ``nbformat.write`` writes it (ending in a newline)."""
+    nbformat.validate(notebook)
+    text = nbformat.writes(notebook)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student edition of one notebook (a new object; ``notebook`` is not changed)."""
+    student = without_outputs(notebook)
     cells = []
     for cell in student.cells:
-        if cell.cell_type == "code":
-            cell.execution_count = None
-            if KEEP_OUTPUT_TAG in cell.metadata.get("tags", []):
-                for output in cell.outputs:
-                    if "execution_count" in output:
-                        output.execution_count = None
-            else:
-                cell.outputs = []
-        elif cell.cell_type == "markdown" and _is_solution(cell.source):
+        if cell.cell_type == "markdown" and _is_solution(cell.source):
             cell.source = without_solutions(cell.source)
             if not cell.source.strip():
                 continue
@@ -97,10 +117,7 @@ def write_student_edition(target: Path, root: Path = ROOT) -> list[tuple[Path, b
     target.mkdir(parents=True, exist_ok=True)
     results = []
     for path in notebooks:
-        student = student_notebook(nbformat.read(path, as_version=4))
-        nbformat.validate(student)
-        text = nbformat.writes(student)
-        text += "" if text.endswith("\n") else "\n"  # as nbformat.write ends a file
+        text = notebook_text(student_notebook(nbformat.read(path, as_version=4)))
         out = target / path.name
         written = not out.is_file() or out.read_text(encoding="utf-8") != text
         if written:

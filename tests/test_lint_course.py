@@ -339,3 +339,62 @@ def test_the_run_reports_every_violation_at_once(tmp_path):
     assert any("INSTRUCTORS.md, in class plus homework, says 5" in problem for _, problem in found)
     assert any("You need" in problem for _, problem in found)
     assert any("voicing-loss question" in problem for _, problem in found)
+
+
+def _prompted(before: str, printed: str, reveal: str = "It printed the figure.") -> list[dict]:
+    """An opening, a Markdown cell, a Predict prompt, its run printing ``printed``, a proof
+    cell, and its reveal."""
+    hidden = {"jupyter": {"source_hidden": True}}
+    return [
+        _markdown(GOOD_OPENING),
+        _markdown(before),
+        _markdown("**Predict:** how far do the weights move?"),
+        _code("print(move)", outputs=[_stream(printed)]),
+        _code("assert move", ["proof"], **hidden),
+        _details(lint.REVEAL, reveal),
+    ]
+
+
+def test_the_spoiler_rule_finds_a_printed_figure_shown_before_its_reveal():
+    printed = "weights move 91% of a voiced step; momentum 0.033 -> 0.0297; loss 2e-05\n"
+    clean = _prompted("Adam keeps a momentum.", printed, reveal="It moved 91%: 0.0297 is left.")
+    assert lint.spoiler_problems(clean, "04_x") == []
+    for shown in ("most of it: 91 %", "a momentum of 0.0297", "a loss of 2.0e-5", "-0.033"):
+        found = lint.spoiler_problems(_prompted(shown, printed), "04_x")
+        assert len(found) == 1 and found[0].startswith("cell 1 shows "), (shown, found)
+    in_the_prompt = _prompted("Adam.", printed)
+    in_the_prompt[2] = _markdown("**Predict:** will it move 91 % of a step?")
+    assert [p[:12] for p in lint.spoiler_problems(in_the_prompt, "04_x")] == ["cell 2 shows"]
+    # counts and settings are not results: whole numbers up to 10, and integers without a %
+    assert (
+        lint.spoiler_problems(_prompted("5 steps, 3 layers", "5 steps; 3.0 dB; 47 frames"), "04_x")
+        == []
+    )
+    assert len(lint.spoiler_problems(_prompted("it gains 3.0 dB", "gain 3.0 dB\n"), "04_x")) == 1
+
+
+def test_the_spoiler_rule_reads_readme_rows_and_instructors_notes_above_after_class():
+    cells = _prompted("Adam.", "agreement 90.7 %\n")
+    row = "| [`07_x`](notebooks/07_x.ipynb) | labels: they agree on 90.7 % of frames | 20 |"
+    readme = f"| notebook | what | minutes |\n|---|---|---|\n{row}\n"
+    assert lint.readme_row(readme, "07_x") == row
+    (found,) = lint.spoiler_problems(cells, "07_x", readme_row=row)
+    assert found.startswith("README's course map shows 90.7")
+    instructors = (
+        "## Per notebook\n\n### 07 · Labels\n\n**Minutes (0):** 90.7\n\n- **Demo:** 90.7 %.\n\n"
+        f"### 08 · Next\n\n- 1.5\n\n{lint.AFTER_CLASS}\n\n### 07 · Labels: the answers\n\n90.7 %.\n"
+    )
+    notes = lint.instructors_notes(instructors, "07_x")
+    assert (
+        "Demo" in notes and "Minutes" not in notes and "1.5" not in notes and "answers" not in notes
+    )
+    (found,) = lint.spoiler_problems(cells, "07_x", instructors_notes=notes)
+    assert found.startswith("INSTRUCTORS.md shows 90.7")
+
+
+def test_a_figure_printed_earlier_or_listed_with_a_reason_is_not_a_spoiler():
+    cells = _prompted("It scales by 1e-10; the noise is at -40 dB.", "1e-10 hack: -40.0 dB\n")
+    assert len(lint.spoiler_problems(cells, "02_x")) == 2  # a notebook without listed figures
+    assert lint.spoiler_problems(cells, "04_voicing_loss_fix") == []  # both listed, with reasons
+    earlier = [_code("print(level)", outputs=[_stream("level -40.0 dB, 1e-10\n")]), *cells]
+    assert lint.spoiler_problems(earlier, "02_x") == []  # the learner has seen them printed

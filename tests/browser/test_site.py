@@ -1,6 +1,7 @@
 """The course as a website (``./course.sh site``), built from the stored outputs and read in
 headless Chromium as a reader would: every page loads cleanly with its images, every internal
-link resolves, proof cells and solutions start collapsed, search finds the field guide, and the
+link resolves, proof cells and solutions start collapsed, the output under each Predict prompt
+starts folded, search finds the field guide, and the
 landing page lists the eight chapters in order. Screenshots of the landing page and of 05 in
 the light and the dark theme go with the other browser screenshots."""
 
@@ -149,6 +150,38 @@ def test_proof_cells_and_solutions_are_collapsed_on_load(site, reader):
     assert solutions.count() >= 1
     assert all(solutions.nth(i).get_attribute("open") is None for i in range(solutions.count()))
     assert not solutions.first.locator("pre").first.is_visible()
+
+
+def test_each_prompts_output_is_folded_until_the_reader_shows_it(site, reader):
+    """Under a Predict prompt the run's code shows and its output waits behind a "show output"
+    toggle, as in the workspace, where it waits until the learner runs the cell; any other
+    cell's output shows at once."""
+    name = "01_gru_state_reproduce"
+    notebook = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
+    runs = [
+        j
+        for _, run, _ in build_site.lint_course.prompt_runs(notebook["cells"])
+        for j in run
+        if notebook["cells"][j]["cell_type"] == "code" and notebook["cells"][j]["outputs"]
+    ]
+    assert len(runs) >= 7
+    _open(reader, f"{site}{name}.html")
+    folded = reader.locator("div.cell.tag_hide-output")
+    assert folded.count() == len(runs)
+    for index in range(folded.count()):
+        cell = folded.nth(index)
+        assert cell.locator("div.cell_input").is_visible(), f"run {index}: its code is hidden"
+        assert cell.locator("details").first.get_attribute("open") is None
+        assert not cell.locator("div.cell_output").first.is_visible(), f"run {index} is open"
+    first = folded.first
+    first.locator("details > summary").first.click()
+    shown = first.locator("div.cell_output").first
+    shown.wait_for(state="visible")
+    stored = "".join(notebook["cells"][runs[0]]["outputs"][0].get("text", ""))
+    assert stored.strip(), "the first run prints no text to look for"
+    assert stored.strip().splitlines()[0][:40] in shown.inner_text()
+    opening = reader.locator("div.cell:not(.tag_hide-output):not(.tag_proof) div.cell_output")
+    assert opening.first.is_visible(), "an output that answers no prompt is folded too"
 
 
 def test_search_finds_the_field_guide(site, reader):
