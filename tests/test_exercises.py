@@ -1317,7 +1317,7 @@ MASKED_LOG_DISTANCE_FAULTS = {
     "divides by every frame, not the selected ones": "value is 0.299; the reference gives 0.598",
     "the absolute log ratio, not its square": "the value is 0.64819; the reference gives",
     "a detached distance reconnected by 0 x the estimate": "selected frames is zero",
-    "an eager-only Python if on the mask": "inside tf.function: your code raised",
+    "an eager-only Python if on the mask": "inside tf.function, your code raised",
 }
 
 
