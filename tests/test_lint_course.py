@@ -339,3 +339,17 @@ def test_the_run_reports_every_violation_at_once(tmp_path):
     assert any("INSTRUCTORS.md, in class plus homework, says 5" in problem for _, problem in found)
     assert any("You need" in problem for _, problem in found)
     assert any("voicing-loss question" in problem for _, problem in found)
+
+
+def test_a_time_line_one_minute_off_the_measure_is_out_of_date(tmp_path):
+    """The Time lines and the README's minutes are generated, so they are exact."""
+    copy = tmp_path / "00_start_here.ipynb"
+    notebook = json.loads((ROOT / "notebooks" / copy.name).read_text())
+    assert list(lint.lint_notebook(ROOT / "notebooks" / copy.name)) == []
+    opening = "".join(notebook["cells"][0]["source"])
+    stated = int(re.search(r"about (\d+) minutes", opening).group(1))
+    notebook["cells"][0]["source"] = opening.replace(f"about {stated} ", f"about {stated + 1} ")
+    copy.write_text(json.dumps(notebook))
+    (problem,) = lint.lint_notebook(copy)
+    assert f"the opening's Time line says {stated + 1} minutes" in problem
+    assert "notebook_minutes.py --write" in problem
