@@ -26,9 +26,12 @@ import os as _os
 import sys as _sys
 
 # TensorFlow was loaded before this package could turn oneDNN off (make_deterministic warns).
-ONEDNN_ON_BEFORE_HELPERS = "tensorflow" in _sys.modules and _os.environ.get(
-    "TF_ENABLE_ONEDNN_OPTS", ""
-).strip().lower() not in ("0", "false")
+# oneDNN is on by default in TensorFlow's Linux wheels; its macOS wheels are built without it.
+ONEDNN_ON_BEFORE_HELPERS = (
+    "tensorflow" in _sys.modules
+    and _sys.platform != "darwin"
+    and _os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() not in ("0", "false")
+)
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")

@@ -33,9 +33,10 @@ than the minutes do:
 
 ``python scripts/notebook_minutes.py`` prints, per notebook, the visible code lines, the prose
 words, the ``assert`` lines outside proof and lesson-assert cells, the minutes, and the
-README's figure; ``scripts/lint_course.py`` reports a README course-map row, a notebook's own
-"Time" line or INSTRUCTORS.md's minutes (class plus homework) more than 20 % off. After
-changing a notebook, rerun it and put the rounded total in the README and the Time line.
+README's figure. ``--write`` puts each notebook's rounded total into its own "Time" line and
+its README course-map row (``./course.sh regenerate`` runs it); ``scripts/lint_course.py``
+reports either when it is not the current measure, and INSTRUCTORS.md's minutes (class plus
+homework, a plan written by hand) more than 20 % off.
 """
 
 from __future__ import annotations
@@ -227,7 +228,57 @@ def stated_minutes(path: str | Path) -> int:
     return int(match.group(1))
 
 
+def rounded(total: float) -> int:
+    """Minutes as the README and the Time lines state them (half a minute rounds up)."""
+    return int(total + 0.5)
+
+
+def _with_figure(text: str, match: re.Match[str] | None, group: int, figure: int) -> str:
+    if match is None or int(match.group(group)) == figure:
+        return text
+    return text[: match.start(group)] + str(figure) + text[match.end(group) :]
+
+
+def write(root: Path = ROOT, *, check: bool = False) -> list[str]:
+    """Put each notebook's measured minutes (``rounded``) into its opening's Time line and
+    its README course-map row; with ``check``, change nothing. What is (or was) out of date."""
+    readme_path = root / "README.md"
+    readme = readme_path.read_text(encoding="utf-8")
+    rows = {m.group(1): m for m in MAP_ROW.finditer(readme)}
+    changed, new_readme = [], readme
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        figure = rounded(notebook_minutes(path, root / "INSTRUCTORS.md").total)
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        opening = _source(notebook["cells"][0]) if notebook["cells"] else ""
+        timed = _with_figure(opening, TIME_LINE.search(opening), 1, figure)
+        if timed != opening:
+            changed.append(f"{path.name}: the Time line says {stated_minutes(path)}, not {figure}")
+            if not check:
+                _write_opening(path, timed)
+        row = rows.get(path.stem)
+        if row is not None and int(row.group(2)) != figure:
+            changed.append(f"README.md: {path.stem}'s row says {row.group(2)}, not {figure}")
+            line = _with_figure(row.group(0), MAP_ROW.search(row.group(0)), 2, figure)
+            new_readme = new_readme.replace(row.group(0), line, 1)
+    if new_readme != readme and not check:
+        readme_path.write_text(new_readme, encoding="utf-8")
+    return changed
+
+
+def _write_opening(path: Path, source: str) -> None:
+    """The notebook with its first cell's source replaced, written as nbformat writes it."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].source = source
+    nbformat.write(notebook, path)
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--write"]:
+        for change in write():
+            print(f"updated {change}")
+        return 0
     stated = readme_minutes()
     print(
         "size: visible code lines and prose words as the size limits count them;\n"

@@ -5,8 +5,9 @@
     python scripts/regenerate_outputs.py --retime ...         # and store new timings
 
 Run it in the course environment after any change to helpers/ or a notebook, then run the
-test command: nbval compares the fresh run against what this stored. Cells tagged
-``raises-exception`` are expected to fail; any other error stops the script.
+test command: nbval compares the fresh run against what this stored. It then writes each
+notebook's measured minutes into its Time line and the README (``notebook_minutes --write``).
+Cells tagged ``raises-exception`` are expected to fail; any other error stops the script.
 
 What it stores is a function of the code alone, so re-running an unchanged notebook changes
 no byte of it: consecutive prints are one stream output (however the kernel flushed them),
@@ -32,7 +33,8 @@ from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 ROOT = Path(__file__).resolve().parents[1]
-
+sys.path.insert(0, str(ROOT / "scripts"))
+import notebook_minutes  # noqa: E402  (beside this script)
 
 TIMING_TAG = "nbval-ignore-output"
 
@@ -182,6 +184,8 @@ def main(argv: list[str]) -> int:
     for path in paths:
         seconds = regenerate(path.resolve(), retime)
         print(f"{path.name}: {seconds:.0f} s")
+    for change in notebook_minutes.write(ROOT):  # the Time lines and the README's minutes
+        print(f"updated {change}")
     return 0
 
 

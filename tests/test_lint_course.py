@@ -398,3 +398,17 @@ def test_a_figure_printed_earlier_or_listed_with_a_reason_is_not_a_spoiler():
     assert lint.spoiler_problems(cells, "04_voicing_loss_fix") == []  # both listed, with reasons
     earlier = [_code("print(level)", outputs=[_stream("level -40.0 dB, 1e-10\n")]), *cells]
     assert lint.spoiler_problems(earlier, "02_x") == []  # the learner has seen them printed
+
+
+def test_a_time_line_one_minute_off_the_measure_is_out_of_date(tmp_path):
+    """The Time lines and the README's minutes are generated, so they are exact."""
+    copy = tmp_path / "00_start_here.ipynb"
+    notebook = json.loads((ROOT / "notebooks" / copy.name).read_text())
+    assert list(lint.lint_notebook(ROOT / "notebooks" / copy.name)) == []
+    opening = "".join(notebook["cells"][0]["source"])
+    stated = int(re.search(r"about (\d+) minutes", opening).group(1))
+    notebook["cells"][0]["source"] = opening.replace(f"about {stated} ", f"about {stated + 1} ")
+    copy.write_text(json.dumps(notebook))
+    (problem,) = lint.lint_notebook(copy)
+    assert f"the opening's Time line says {stated + 1} minutes" in problem
+    assert "notebook_minutes.py --write" in problem

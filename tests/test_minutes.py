@@ -134,3 +134,30 @@ def test_bad_inputs_say_what_was_expected(tmp_path):
     untimed = _notebook(tmp_path, [{"cell_type": "markdown", "metadata": {}, "source": "# x"}])
     with pytest.raises(ValueError, match="Time"):
         minutes.stated_minutes(untimed)
+
+
+def test_write_puts_the_measure_in_the_time_line_and_the_readme(tmp_path):
+    """The minutes are generated: --write fixes a stale Time line and README row, a second
+    run finds nothing to do, and --write's check mode names what is stale."""
+    (tmp_path / "notebooks").mkdir()
+    opening = "# Tiny\n\nWords.\n\n- **Time:** about 50 minutes"
+    path = _notebook(
+        tmp_path / "notebooks",
+        [{"cell_type": "markdown", "id": "opening", "metadata": {}, "source": opening}],
+    )
+    _instructors(tmp_path, "")
+    readme = tmp_path / "README.md"
+    readme.write_text("| notebook | what | minutes |\n|---|---|---|\n| [`99_tiny`](x) | y | 50 |\n")
+    figure = minutes.rounded(minutes.notebook_minutes(path, tmp_path / "INSTRUCTORS.md").total)
+    assert figure != 50
+    stale = minutes.write(tmp_path, check=True)
+    assert stale == [
+        f"99_tiny.ipynb: the Time line says 50, not {figure}",
+        f"README.md: 99_tiny's row says 50, not {figure}",
+    ]
+    assert minutes.stated_minutes(path) == 50  # check mode changed nothing
+    assert minutes.write(tmp_path) == stale
+    assert minutes.stated_minutes(path) == figure
+    assert minutes.readme_minutes(readme) == {"99_tiny": figure}
+    assert minutes.write(tmp_path) == []
+    assert (minutes.rounded(28.5), minutes.rounded(31.3)) == (29, 31)

@@ -174,6 +174,9 @@ def test_make_deterministic_warns_when_tensorflow_came_first_with_onednn_on():
     from helpers.course.reproducibility import ONEDNN_WARNING
 
     first = _first_cell_after("import tensorflow", None)
+    if sys.platform == "darwin":  # TensorFlow's macOS wheels have no oneDNN: nothing to say
+        assert first.returncode == 0, first.stderr
+        return
     assert first.returncode != 0
     assert f"ImportOrderWarning: {ONEDNN_WARNING}" in first.stderr
     assert ONEDNN_WARNING.count(". ") == 0 and ONEDNN_WARNING.endswith(".")  # one sentence
