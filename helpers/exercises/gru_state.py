@@ -123,7 +123,7 @@ def _gradient_fault(grads, expected_grads, variables) -> str | None:
 
 
 @dataclass(frozen=True)
-class NoisyClip:
+class SequenceInput:
     """A clip of random "speech" and noise, ``frames`` STFT frames long, from ``seed``."""
 
     frames: int
@@ -181,7 +181,7 @@ def _is_scalar(loss) -> str | None:
     return None
 
 
-def _sequence_fault(fn, clip: NoisyClip, graph: bool) -> str | None:
+def _sequence_fault(fn, clip: SequenceInput, graph: bool) -> str | None:
     """How the learner's loss differs from the reference on ``clip``, or None."""
     model, log = _counted(4, 257)
     variables = model.trainable_weights
@@ -236,7 +236,7 @@ def _sequence_fault(fn, clip: NoisyClip, graph: bool) -> str | None:
     return None
 
 
-_CLIPS = st.builds(NoisyClip, st.integers(2, 72), st.integers(0, 2**16))
+_CLIPS = st.builds(SequenceInput, st.integers(2, 72), st.integers(0, 2**16))
 
 
 def check_sequence_loss(function) -> CheckResult:
@@ -250,8 +250,8 @@ def check_sequence_loss(function) -> CheckResult:
 
     def check(fn):
         for graph, clips, traps, examples in (
-            (False, _CLIPS, [NoisyClip(_SEQUENCE_FRAMES, 6)], 3),
-            (True, st.builds(NoisyClip, st.integers(2, 6), st.integers(0, 2**16)), [], 1),
+            (False, _CLIPS, [SequenceInput(_SEQUENCE_FRAMES, 6)], 3),
+            (True, st.builds(SequenceInput, st.integers(2, 6), st.integers(0, 2**16)), [], 1),
         ):
             difference = first_difference(
                 clips,
