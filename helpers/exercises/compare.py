@@ -18,13 +18,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-__all__ = ["GRAPH_ONLY", "Difference", "error_text", "first_difference", "two_values"]
+__all__ = [
+    "GRAPH_ONLY",
+    "Difference",
+    "error_text",
+    "first_difference",
+    "first_difference_of",
+    "two_values",
+]
 
 Case = TypeVar("Case")
 
@@ -84,6 +91,19 @@ def first_difference(
     except NoSuchExample:
         return None
     return Difference(smallest, verdicts[repr(smallest)])
+
+
+def first_difference_of(
+    searches: Sequence[tuple[st.SearchStrategy, Callable[[Any], str | None], Sequence, int, int]],
+) -> Difference | None:
+    """The first difference over several searches, in order, each ``(cases, differs, traps,
+    examples, runs)`` as ``first_difference`` takes them: eagerly, then inside
+    ``tf.function``, say."""
+    for cases, differs, traps, examples, runs in searches:
+        found = first_difference(cases, differs, traps=traps, examples=examples, runs=runs)
+        if found is not None:
+            return found
+    return None
 
 
 def two_values(got: float, expected: float, least: int = 3) -> tuple[str, str]:

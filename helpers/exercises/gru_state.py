@@ -22,7 +22,7 @@ from helpers.audio import HOP_LENGTH, stft
 from helpers.course import sig
 from helpers.diagnosis import max_abs_diff, variable_name
 from helpers.exercises import CheckResult, run_check
-from helpers.exercises.compare import GRAPH_ONLY, error_text, first_difference, two_values
+from helpers.exercises.compare import GRAPH_ONLY, error_text, first_difference_of, two_values
 from helpers.models import apply_masks, denoising_loss, make_gru_step_model
 from helpers.recurrence import unroll, zero_state
 
@@ -249,19 +249,16 @@ def check_sequence_loss(function) -> CheckResult:
     the step before received, so truncating it anywhere fails at that step."""
 
     def check(fn):
-        for graph, clips, traps, examples in (
-            (False, _CLIPS, [SequenceInput(_SEQUENCE_FRAMES, 6)], 3),
-            (True, st.builds(SequenceInput, st.integers(2, 6), st.integers(0, 2**16)), [], 1),
-        ):
-            difference = first_difference(
-                clips,
-                lambda clip, graph=graph: _sequence_fault(fn, clip, graph),
-                traps=traps,
-                examples=examples,
-                runs=12,
-            )
-            if difference is not None:
-                return False, difference.message
+        short = st.builds(SequenceInput, st.integers(2, 6), st.integers(0, 2**16))
+        difference = first_difference_of(
+            [
+                (_CLIPS, lambda clip: _sequence_fault(fn, clip, False),
+                 [SequenceInput(_SEQUENCE_FRAMES, 6)], 3, 12),
+                (short, lambda clip: _sequence_fault(fn, clip, True), [], 1, 12),
+            ]
+        )  # fmt: skip
+        if difference is not None:
+            return False, difference.message
         return (
             True,
             "One call per frame, each given the state the step before returned: the "
@@ -491,19 +488,16 @@ def check_truncated_unroll(function) -> CheckResult:
     chunk before the next chunk is read."""
 
     def check(fn):
-        for graph, plans, traps, examples in (
-            (False, _chunk_plans(24), [ChunkPlan((3, 4, 3), 7)], 4),
-            (True, _chunk_plans(8), [ChunkPlan((2, 3), 8)], 1),
-        ):
-            difference = first_difference(
-                plans,
-                lambda plan, graph=graph: _stream_fault(fn, plan, graph),
-                traps=traps,
-                examples=examples,
-                runs=12,
-            )
-            if difference is not None:
-                return False, difference.message
+        difference = first_difference_of(
+            [
+                (_chunk_plans(24), lambda plan: _stream_fault(fn, plan, False),
+                 [ChunkPlan((3, 4, 3), 7)], 4, 12),
+                (_chunk_plans(8), lambda plan: _stream_fault(fn, plan, True),
+                 [ChunkPlan((2, 3), 8)], 1, 12),
+            ]
+        )  # fmt: skip
+        if difference is not None:
+            return False, difference.message
         return (
             True,
             "Each chunk run as it arrives from the state the previous one ended with (the "

@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from helpers.audio import Clip, Voicing, excerpt, load_clip, make_example
 from helpers.exercises import CheckResult, run_check
-from helpers.exercises.compare import GRAPH_ONLY, error_text, first_difference, two_values
+from helpers.exercises.compare import (
+    GRAPH_ONLY,
+    error_text,
+    first_difference,
+    first_difference_of,
+    two_values,
+)
 from helpers.models import enhance, make_conv_denoiser, snapshot
 from helpers.voicing import cond_loop_voicing_loss
 
@@ -492,21 +498,19 @@ def check_masked_log_distance(function) -> CheckResult:
 
     def check(fn):
         # the traps in both modes first, then generated inputs in each
-        for graph, traps, examples in (
-            (False, _distance_traps(), 0),
-            (True, _distance_traps(), 0),
-            (False, (), 25),
-            (True, (), 6),
-        ):
-            difference = first_difference(
-                _magnitudes(),
-                lambda case, graph=graph: _learner_fault(fn, case, graph),
-                traps=traps,
-                examples=examples,
-                runs=80,
-            )
-            if difference is not None:
-                return False, difference.message
+        eager = lambda case: _learner_fault(fn, case, False)  # noqa: E731
+        graph = lambda case: _learner_fault(fn, case, True)  # noqa: E731
+        traps = _distance_traps()
+        difference = first_difference_of(
+            [
+                (_magnitudes(), eager, traps, 0, 80),
+                (_magnitudes(), graph, traps, 0, 80),
+                (_magnitudes(), eager, (), 25, 80),
+                (_magnitudes(), graph, (), 6, 80),
+            ]
+        )
+        if difference is not None:
+            return False, difference.message
         return True, (
             "The reference's value and gradient on every input tried, eagerly and inside "
             "tf.function: finite with zero magnitudes outside the mask, exact on quiet frames, "
