@@ -303,6 +303,17 @@ def test_a_watched_tensor_is_named_not_called_the_variables():
     assert "the variables" not in named + by_position
 
 
+def test_a_marked_source_that_the_loss_misses_is_not_said_to_reach_itself():
+    """Grad-CAM's shape: the source is a marked feature map the loss never uses."""
+    model = _model()
+    with GradientProbe() as probe:
+        feature_map = probe.mark("feature map", model(_x()))
+        loss = _sum(model(_x(seed=1)))  # a second forward pass: not through feature_map
+    text = repr(probe.locate(loss, [feature_map], names=["feature map"]))
+    assert "The loss does not reach 'feature map'." in text
+    assert "reaches 'feature map'" not in text
+
+
 # -- a break from a tensor source: named in the structure as in the text --------------------
 def _embedded(watch):
     ids = tf.constant([[1, 2]])

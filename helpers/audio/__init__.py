@@ -31,6 +31,7 @@ from helpers.audio.clips import (
     make_example,
     noisy_crops,
     read_manifest,
+    real_clip_in_noise,
     sha256,
 )
 from helpers.audio.labels import (
@@ -95,6 +96,7 @@ __all__ = [
     "make_example",
     "noisy_crops",
     "read_manifest",
+    "real_clip_in_noise",
     "sha256",
     "FrameLabels",
     "LabelError",

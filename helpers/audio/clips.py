@@ -31,6 +31,7 @@ from helpers.audio.labels import (
     labels_from_segments,
     read_phone_alignment,
 )
+from helpers.audio.noise import make_noise, mix
 from helpers.audio.signal import SAMPLE_RATE, load_audio, num_frames, stft
 from helpers.audio.synth import Segment, fricative, silence, vowel
 from helpers.course import check_choice
@@ -182,6 +183,30 @@ def load_clip(name: str) -> Clip:
     labels.check_fits(len(audio), sample_rate)
     clean = load_clip(entry["clean"]).audio if entry.get("clean") else audio
     return Clip(name, audio, clean, labels, sample_rate, entry.get("snr_db"), entry.get("clean"))
+
+
+REAL_IN_NOISE_SNR_DB = 5.0
+REAL_IN_NOISE_SEEDS = (100, 101, 102)
+
+
+def real_clip_in_noise(
+    snr_db: float = REAL_IN_NOISE_SNR_DB, seeds: Sequence[int] = REAL_IN_NOISE_SEEDS
+) -> dict[str, np.ndarray]:
+    """The real clip mixed at ``snr_db`` with white and with pink noise, one mixture per
+    family and seed, by name (``arctic_a0009_white100``, ...). Its known labels are the clean
+    clip's, so measured labels can be scored on real speech in noise (notebook 07 and
+    ``scripts/measure_labels.py`` do)."""
+    real = load_clip(REAL_CLIP)
+    mixtures = {}
+    for family in ("white", "pink"):
+        for seed in seeds:
+            noise = (
+                np.random.default_rng(seed).standard_normal(len(real.audio))
+                if family == "white"
+                else make_noise(family, len(real.audio), seed)
+            )
+            mixtures[f"{real.name}_{family}{seed}"] = mix(real.audio, noise, snr_db)
+    return mixtures
 
 
 def real_clip_labels(num_samples: int) -> FrameLabels:

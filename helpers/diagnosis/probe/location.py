@@ -437,9 +437,12 @@ def _cut_lines(
             return []
         reach = verb(cut, "reaches", "reach")
         return [f"{some(cut)} {reach} no mark: the path breaks before {point(end)}."]
+    reaching = [s for s in cut or sources if s != start]  # a mark is no source of itself
     lines = [
-        f"{some(cut or sources)} {verb(cut or sources, 'reaches', 'reach')} "
-        f"{start!r}; the loss does not reach it."
+        f"{some(reaching)} {verb(reaching, 'reaches', 'reach')} {start!r}; the loss does not "
+        "reach it."
+        if reaching
+        else f"The loss does not reach {start!r}."
     ]
     end_result = next((r for r in results if r.name == end), None)
     start_result = next(r for r in results if r.name == start)
