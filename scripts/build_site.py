@@ -5,7 +5,7 @@
 
 Sphinx with MyST-NB and the book theme (``site/conf.py``), offline. The pages are staged in
 ``site/_build/src``: a landing page made from the README's opening, course map and two
-commands, and a copy of every notebook whose proof cells get MyST-NB's ``hide-input`` tag, so
+commands, and the glossary (``GLOSSARY.md``), and a copy of every notebook whose proof cells get MyST-NB's ``hide-input`` tag, so
 they stay collapsed behind a toggle as in JupyterLab, and whose Predict prompts' runs get
 ``hide-output``: a reader decides before a "show output" toggle reveals the result, as a learner
 in the workspace decides before running the cell. The notebooks themselves are not changed.
@@ -29,6 +29,7 @@ STAGE = SITE / "_build" / "src"
 HTML = SITE / "_build" / "html"
 NOTEBOOK_LINK = re.compile(r"\]\(notebooks/(\d\d_\w+)\.ipynb\)")
 ANCHOR = re.compile(r'^<a id="([\w-]+)"></a>$', re.M)
+GLOSSARY_LINK = "](../GLOSSARY.md"  # a notebook's link to the glossary, which is a page here
 OTHER_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://|#|\d\d_\w+\.ipynb)[^)]*\)")
 
 
@@ -76,7 +77,7 @@ def staged_notebook(notebook: dict) -> dict:
                 cell["outputs"] += lab_outputs(notebook, view["model_id"])
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            cell["source"] = ANCHOR.sub(r"(\1)=", source)
+            cell["source"] = ANCHOR.sub(r"(\1)=", source).replace(GLOSSARY_LINK, "](glossary.md")
         tags = cell.get("metadata", {}).get("tags", [])
         if "proof" in tags and "hide-input" not in tags:
             cell["metadata"]["tags"] = [*tags, "hide-input"]
@@ -95,8 +96,9 @@ def stage(where: Path = STAGE) -> list[str]:
         notebook = staged_notebook(json.loads(path.read_text(encoding="utf-8")))
         (where / path.name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
         chapters.append(path.stem)
+    shutil.copy(ROOT / "GLOSSARY.md", where / "glossary.md")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (where / "index.md").write_text(landing_page(readme, chapters), encoding="utf-8")
+    (where / "index.md").write_text(landing_page(readme, [*chapters, "glossary"]), encoding="utf-8")
     return chapters
 
 

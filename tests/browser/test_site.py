@@ -19,7 +19,7 @@ import pytest
 from browser_support import REPO, screenshot
 
 CHAPTERS = [p.stem for p in sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
-PAGES = ["index", *CHAPTERS]
+PAGES = ["index", *CHAPTERS, "glossary"]
 
 _spec = importlib.util.spec_from_file_location("build_site", REPO / "scripts" / "build_site.py")
 build_site = importlib.util.module_from_spec(_spec)
@@ -75,7 +75,7 @@ def test_every_page_loads_with_its_images_and_no_console_error(site, reader, nam
         "img", "images => images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
     )
     assert broken == [], f"{name}: images that did not load: {broken}"
-    if name != "index":  # every stored figure is on the page
+    if name in CHAPTERS:  # every stored figure is on the page
         shown = reader.locator("div.cell_output img").count()
         assert shown == _stored_figures(name), f"{name}: {shown} figures shown"
 
@@ -116,6 +116,15 @@ def test_every_internal_link_resolves(site, reader):
                 if f'id="{anchor}"' not in html and f'name="{anchor}"' not in html:
                     missing.append(f"{name} -> {href} (no anchor)")
     assert len(checked) > 50 and missing == [], missing
+
+
+def test_the_glossary_is_a_page_that_the_first_chapter_links_to(site, reader):
+    _open(reader, f"{site}{CHAPTERS[0]}.html")
+    reader.locator("a", has_text="glossary").first.click()
+    reader.wait_for_load_state("load")
+    assert reader.url.startswith(f"{site}glossary.html")
+    terms = reader.locator("section section h3").count()
+    assert terms == (REPO / "GLOSSARY.md").read_text().count("\n### ") >= 60
 
 
 def test_the_landing_page_lists_the_eight_chapters_in_order(site, reader):
