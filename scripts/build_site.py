@@ -5,10 +5,11 @@
 
 Sphinx with MyST-NB and the book theme (``site/conf.py``), offline. The pages are staged in
 ``site/_build/src``: a landing page made from the README's opening, course map and two
-commands, and the glossary (``GLOSSARY.md``), and a copy of every notebook whose proof cells get MyST-NB's ``hide-input`` tag, so
-they stay collapsed behind a toggle as in JupyterLab, and whose Predict prompts' runs get
-``hide-output``: a reader decides before a "show output" toggle reveals the result, as a learner
-in the workspace decides before running the cell. The notebooks themselves are not changed.
+commands, the glossary (``GLOSSARY.md``), and a copy of every notebook whose proof cells get
+MyST-NB's ``hide-input`` tag, so they stay collapsed behind a toggle as in JupyterLab, and
+whose Predict prompts' runs get ``hide-output``: a reader decides before a "show output" toggle
+reveals the result, as a learner in the workspace decides before running the cell. The
+notebooks themselves are not changed.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # (visible code lines, prose words, minutes) at most, per notebook.
 LIMITS = {
     "00_start_here": (60, 900, 45),
-    "01_gru_state_reproduce": (130, 1500, 45),
+    "01_gru_state_reproduce": (135, 1500, 45),
     "02_gru_state_fix": (110, 1000, 45),
     "03_voicing_loss_reproduce": (110, 1600, 45),
     "04_voicing_loss_fix": (170, 1700, 60),

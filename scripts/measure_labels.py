@@ -21,6 +21,7 @@ import numpy as np
 from helpers.audio import clips, labels_from_audio
 from helpers.capstone import data as capstone_data
 
+
 def labelled_clips() -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
     """``(group, name, audio, known voicing)`` for every labelled clip."""
     for name in clips.clip_names():

@@ -70,7 +70,9 @@ def quoted_figures(name: str) -> list[tuple[str, str | None, str]]:
         where = row.group(1) if row else notebook
         for match in FIGURE.finditer(line):
             figure = match.group(1)
-            if figure in VERSIONS or re.search(r"(glibc|Python|version)\s*$", line[: match.start()]):
+            if figure in VERSIONS or re.search(
+                r"(glibc|Python|version)\s*$", line[: match.start()]
+            ):
                 continue
             if EXERCISE.fullmatch(line[match.start() : match.end() + 3]):
                 continue

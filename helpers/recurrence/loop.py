@@ -116,11 +116,7 @@ def _unroll_eager(step_model, frames, state, training):
 
 
 def _unroll_graph(step_model, frames, state, training):
-    """Inside tf.function: one ``tf.while_loop``, outputs written into a ``TensorArray``.
-
-    This is what AutoGraph makes of ``for t in tf.range(steps): ... ta = ta.write(t, output)``.
-    It is written out so it also works where AutoGraph is off.
-    """
+    """Inside tf.function: one tf.while_loop, outputs in a TensorArray (as AutoGraph would)."""
     steps = tf.shape(frames)[1]
     time_major = tf.transpose(frames, [1, 0, 2])  # (time, batch, features): read frame t as [t]
     output_shape = step_model.outputs[0].shape  # (None, output_features)
