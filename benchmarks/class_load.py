@@ -60,6 +60,7 @@ NOTEBOOKS = ("04_voicing_loss_fix", "06_capstone")
 SAMPLE_SECONDS = 0.2
 MIB = 2**20
 GIB = 2**30
+SHORT = 0.9  # the memory-short run's limit, as a fraction of 06's peak: it dies mid-run
 
 
 @dataclass
@@ -308,16 +309,16 @@ def main() -> int:
     say()
 
     one = runs[0]
-    kernel_peak = max(k.peak for k in one.kernels)
+    kernel_peak = max(k.peak for run in runs for k in run.kernels)
     student_peak = max(r_peak for run in runs for r_peak in run.student_peak.values())
     idle_kernel = max(k.rss for run in runs for k in run.kernels if k.notebook == notebooks[0])
 
     if not args.no_oom:
         peak_06 = max(k.peak for k in one.kernels if k.notebook == notebooks[-1])
-        limit = int(peak_06 * 0.6)
+        limit = int(peak_06 * SHORT)
         say(
             f"memory running short: 06 alone in a kernel SIGKILLed (as the OOM killer does) when "
-            f"its RSS passes {limit / MIB:.0f} MiB (0.6 of its peak)"
+            f"its RSS passes {limit / MIB:.0f} MiB ({SHORT} of its peak alone)"
         )
         short = asyncio.run(class_of(1, notebooks[-1:], limit=limit))
         kernel = short.kernels[0]
@@ -362,6 +363,8 @@ def main() -> int:
         f"  a class of {args.class_size}: {nodes} nodes of {args.node_cpus} CPUs and "
         f"{args.node_memory_gib} GiB"
     )
+    end = os.getloadavg()
+    say(f"# load average at the end: {end[0]:.2f} {end[1]:.2f} {end[2]:.2f} (1, 5, 15 min)")
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text("\n".join(out) + "\n")
