@@ -16,8 +16,8 @@
   reading the prose around it.
 * A Predict prompt is a Markdown cell with ``**Predict`` in it: a minute to think before the
   run, which reading speed leaves out.
-* The run time is a constant, not a measurement: every notebook runs in well under a minute
-  on two cores (README), so one minute is an upper bound.
+* The run time is a constant, not a measurement: every notebook runs in about a minute or less
+  on two cores (README), so one minute is a fair estimate.
 * An exercise takes the minutes its bullet in INSTRUCTORS.md gives it
   (``- **Exercise 0.1** (`name`): 4 minutes``; ``about 15 minutes each`` counts once per
   exercise of that notebook).
