@@ -20,6 +20,11 @@ TensorFlow imports it first with ``helpers.course.quiet_tensorflow.import_tensor
 its start-up log stays out of notebooks and tests. Import a ``helpers`` subpackage before
 ``tensorflow``: TensorFlow reads ``TF_ENABLE_ONEDNN_OPTS`` when it loads, and
 ``make_deterministic`` warns when it was loaded first with oneDNN on.
+
+It also sets ``TF_NUM_INTRAOP_THREADS`` and ``TF_NUM_INTEROP_THREADS`` (values already set are
+kept) to the CPUs the kernel is given: ``GRADIENT_CLINIC_THREADS`` if a hub sets it, else the
+container's CPU quota, else the cores, at most 4 (``helpers.course.threads``). TensorFlow reads
+them when it runs its first operation.
 """
 
 import os as _os
@@ -35,5 +40,10 @@ ONEDNN_ON_BEFORE_HELPERS = (
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+# After the names above: helpers.course imports this package back.
+from helpers.course.threads import apply_thread_count as _apply_thread_count  # noqa: E402
+
+_apply_thread_count()
 
 __version__ = "0.1.0"

@@ -286,10 +286,13 @@ def avx512_features() -> str:
 
 def portability_passes(machine: str = platform.machine()) -> list[tuple[str, dict[str, str]]]:
     """The three passes: an older x86-64 CPU (AVX2, no AVX-512; x86-64 only), one thread,
-    eight threads (as on a learner's 8-core laptop: TensorFlow splits work by thread count)."""
+    eight threads (as on a learner's 8-core laptop: TensorFlow splits work by thread count).
+    The thread passes set GRADIENT_CLINIC_THREADS, which ``import helpers`` hands to
+    TensorFlow (``helpers.course.threads``; not capped), and TensorFlow's own variables."""
 
     def threads(n: int) -> dict[str, str]:
         names = (
+            "GRADIENT_CLINIC_THREADS",
             "TF_NUM_INTRAOP_THREADS",
             "TF_NUM_INTEROP_THREADS",
             "OMP_NUM_THREADS",

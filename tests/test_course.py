@@ -106,6 +106,20 @@ def test_portability_runs_an_older_cpu_only_on_x86_64(monkeypatch):
                      "ONEDNN_MAX_CPU_ISA": "AVX2"}  # fmt: skip
     assert [n for n, _ in course.portability_passes("aarch64")] == ["one thread", "eight threads"]
     assert dict(course.portability_passes("aarch64"))["one thread"]["OMP_NUM_THREADS"] == "1"
+    for name, n in (("one thread", "1"), ("eight threads", "8")):
+        settings = dict(course.portability_passes("aarch64"))[name]
+        assert settings["GRADIENT_CLINIC_THREADS"] == settings["TF_NUM_INTRAOP_THREADS"] == n
+
+
+def test_the_thread_passes_give_the_kernel_the_threads_they_name():
+    """What helpers.course.threads decides in a kernel started with a pass's settings: the
+    pass's count, not the machine's cores nor the cap."""
+    from helpers.course import apply_thread_count
+
+    for name, n in (("one thread", "1"), ("eight threads", "8")):
+        settings = dict(course.portability_passes("aarch64"))[name]
+        only_ours = {"GRADIENT_CLINIC_THREADS": settings["GRADIENT_CLINIC_THREADS"]}
+        assert set(apply_thread_count(only_ours).values()) == {n}
 
 
 def test_lint_runs_every_lint_and_fails_if_any_fails(monkeypatch, capsys):

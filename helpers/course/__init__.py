@@ -1,6 +1,6 @@
 """Course plumbing every notebook uses: how numbers print, HTML tables, short tracebacks,
-reproducibility and argument checks. Imports no TensorFlow (``make_deterministic`` and
-``versions`` import it, quietly, when called).
+reproducibility, argument checks and the threads TensorFlow uses. Imports no TensorFlow
+(``make_deterministic`` and ``versions`` import it, quietly, when called).
 """
 
 from helpers.course.checks import check_choice, check_int, is_int
@@ -13,6 +13,13 @@ from helpers.course.tables import (
     escape,
     html_table,
     status_html,
+)
+from helpers.course.threads import (
+    MAX_THREADS,
+    THREADS_VARIABLE,
+    apply_thread_count,
+    cgroup_cpu_limit,
+    thread_count,
 )
 from helpers.course.tracebacks import short_tracebacks
 
@@ -32,5 +39,10 @@ __all__ = [
     "escape",
     "html_table",
     "status_html",
+    "MAX_THREADS",
+    "THREADS_VARIABLE",
+    "apply_thread_count",
+    "cgroup_cpu_limit",
+    "thread_count",
     "short_tracebacks",
 ]
