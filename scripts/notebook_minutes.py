@@ -32,9 +32,9 @@ than the minutes do:
   left out.
 
 ``python scripts/notebook_minutes.py --plan`` prints INSTRUCTORS.md's figures at class speed
-(the model is at "at class speed" below). ``python scripts/notebook_minutes.py`` prints, per notebook, the visible code lines, the prose
-words, the ``assert`` lines outside proof and lesson-assert cells, the minutes, and the
-README's figure. ``--write`` puts each notebook's rounded total into its own "Time" line and
+(the model is at "at class speed" below). ``python scripts/notebook_minutes.py`` prints, per
+notebook, the visible code lines, the prose words, the ``assert`` lines outside proof and
+lesson-assert cells, the minutes, and the README's figure. ``--write`` puts each notebook's rounded total into its own "Time" line and
 its README course-map row (``./course.sh regenerate`` runs it); ``scripts/lint_course.py``
 reports either when it is not the current measure, and INSTRUCTORS.md's plan when it is not
 the one computed at class speed.
@@ -545,7 +545,8 @@ def print_plan(root: Path = ROOT) -> None:
         print(f"### {m.notebook}\n{minutes_line(m)}\n**Homework ({m.homework}):**")
         for part in m.parts:
             print(
-                f"    {part.mode:10s} {part.in_class:3d} min in class  {part.heading or '(opening)'}"
+                f"    {part.mode:10s} {part.in_class:3d} min in class  "
+                f"{part.heading or '(opening)'}"
             )
     print("\nplan table (3 hours, session 1, session 2):")
     for m in plan:
