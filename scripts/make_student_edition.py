@@ -31,8 +31,8 @@ from __future__ import annotations
 import copy
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
@@ -54,8 +54,7 @@ def _is_solution(details_block: str) -> bool:
     return solution_code(details_block) is not None
 
 
-@dataclass(frozen=True)
-class Exercise:
+class Exercise(NamedTuple):
     """One exercise of a notebook, as ``helpers/exercises/__init__.py`` lays it out: its
     Markdown (the ``## Exercise N.M: ...`` cell), the starting code (metadata ``exercise``),
     the checker's cell, the hints (``<details>`` without code) and the solution's code."""

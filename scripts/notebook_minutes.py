@@ -34,10 +34,10 @@ than the minutes do:
 ``python scripts/notebook_minutes.py --plan`` prints INSTRUCTORS.md's figures at class speed
 (the model is at "at class speed" below). ``python scripts/notebook_minutes.py`` prints, per
 notebook, the visible code lines, the prose words, the ``assert`` lines outside proof and
-lesson-assert cells, the minutes, and the README's figure. ``--write`` puts each notebook's rounded total into its own "Time" line and
-its README course-map row (``./course.sh regenerate`` runs it); ``scripts/lint_course.py``
-reports either when it is not the current measure, and INSTRUCTORS.md's plan when it is not
-the one computed at class speed.
+lesson-assert cells, the minutes, and the README's figure. ``--write`` puts each notebook's
+rounded total into its own "Time" line and its README course-map row (``./course.sh
+regenerate`` runs it); ``scripts/lint_course.py`` reports either when it is not the current
+measure, and INSTRUCTORS.md's plan when it is not the one computed at class speed.
 """
 
 from __future__ import annotations
