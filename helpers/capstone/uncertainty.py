@@ -94,7 +94,10 @@ def cluster_bootstrap_ci(
         raise ValueError(
             f"clusters must name one cluster per value ({len(values)}); got shape {labels.shape}."
         )
-    names, index = np.unique(labels, return_inverse=True)
+    names, first, index = np.unique(labels, return_index=True, return_inverse=True)
+    order = np.empty(len(names), dtype=int)
+    order[np.argsort(first)] = np.arange(len(names))
+    index = order[index.ravel()]  # clusters numbered in the order they first appear
     if len(names) < 3:
         raise ValueError(f"cluster_bootstrap_ci needs at least 3 clusters; got {len(names)}.")
     if not 0 < confidence < 1:
@@ -197,8 +200,8 @@ def margin_rows(
     rows = []
     for noise in ("generated", "recorded"):
         comparisons = [compare(named, real_held_back_mixtures(snr, noise)) for snr in snrs]
-        # the same utterance-and-noise pairs, in the same order, at every SNR
-        pairs = tuple(pair for c in comparisons for pair in range(len(c.mixtures)))
+        # a mixture's name is its utterance-and-noise pair, the same at every SNR
+        pairs = tuple(m.name for c in comparisons for m in c.mixtures)
         for snr, comparison, clusters in zip(
             [f"{snr:g} dB" for snr in snrs] + ["all"],
             comparisons + [_pooled(comparisons)],
