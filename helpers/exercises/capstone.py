@@ -230,7 +230,7 @@ def check_pause_term(function) -> CheckResult:
         )
 
     return run_check(
-        "Exercise 6.1 (a pause term: a loss that teaches silence)",
+        "Exercise 6.1 (a pause term)",
         function,
         check,
         hint="Build the term from the estimate with TensorFlow operations only, "
