@@ -212,11 +212,6 @@ def test_the_lab_shows_its_stored_fallback_and_says_to_run_it(site, reader):
         assert lab.locator("div.cell_output img").count() == 1
 
 
-# Chapters whose stored outputs are still wider than the text column (long printed lines): to
-# be fitted (shorter lines, or an HTML table). Each fails the test below as expected; when one
-# is fitted, its entry must go (the expected failure is strict).
-WIDE_OUTPUTS = {"00_start_here", "01_gru_state_reproduce", "04_voicing_loss_fix", "05_field_guide"}
-
 _WIDE_BLOCKS = """() => {
   const article = document.querySelector("article.bd-article");
   const style = getComputedStyle(article);
@@ -237,18 +232,7 @@ _WIDE_BLOCKS = """() => {
 }"""
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(strict=True, reason="stored outputs wider than the column"),
-        )
-        if name in WIDE_OUTPUTS
-        else name
-        for name in CHAPTERS
-    ],
-)
+@pytest.mark.parametrize("name", CHAPTERS)
 def test_no_output_is_wider_than_the_text_column(site, reader, name):
     """Every output block (printed text, a table, a widget's fallback), folded or not, fits
     the column the prose is set in, at the reader's 1400 px window: nothing scrolls sideways."""
