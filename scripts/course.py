@@ -15,7 +15,10 @@
     ./course.sh regenerate    re-execute the notebooks' stored outputs (all, or those named)
     ./course.sh student [DIR] write the student edition (default student/)
     ./course.sh site          build the course as a static website into site/_build/html
-    ./course.sh lock          re-lock requirements.txt and requirements-dev.txt with uv
+    ./course.sh nbgrader [DIR] write an nbgrader course folder (default nbgrader/): one
+                              assignment per class session, from the homework exercises
+    ./course.sh lock          re-lock requirements.txt, requirements-instructor.txt and
+                              requirements-dev.txt with uv
     ./course.sh contributor   install the dev lock and make git diff and merge notebooks as
                               cells (nbdime's drivers, for this clone)
 
@@ -39,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.prefix)  # course.sh runs this file with the environment's own Python
 COURSE_LOCK = ROOT / "requirements.txt"  # what the course needs to run
 DEV_LOCK = ROOT / "requirements-dev.txt"  # the course plus the test and authoring stack
+INSTRUCTOR_LOCK = ROOT / "requirements-instructor.txt"  # the course plus nbgrader
 PIP = "pip==26.3"  # the pip that installs the locks (locked with them, hashes included)
 NEED_GB = 4  # the environment takes about 3 GB; pip needs about 1 GB more while it installs
 WIDGETS_EXTENSION = "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager"
@@ -82,11 +86,13 @@ def check_python(version: tuple[int, int, int] = sys.version_info[:3]) -> Check:
 
 def installed(lock: Path) -> bool:
     """Whether ``lock`` (and this pyproject.toml) was installed into the environment as it is;
-    the dev lock holds the course lock at its versions, so it counts for both."""
+    the dev lock holds the other two at their versions, so it counts for them, and the
+    instructor lock holds the course lock."""
     stamp = VENV / f".installed-{lock.name}"
     if stamp.is_file() and stamp.read_text() == _fingerprint(lock):
         return True
-    return lock == COURSE_LOCK and installed(DEV_LOCK)
+    holders = {COURSE_LOCK: (INSTRUCTOR_LOCK, DEV_LOCK), INSTRUCTOR_LOCK: (DEV_LOCK,)}
+    return any(installed(holder) for holder in holders.get(lock, ()))
 
 
 def _fingerprint(lock: Path) -> str:
@@ -330,9 +336,10 @@ def portability(args: Sequence[str]) -> int:
 
 
 def lock() -> int:
-    """Both locks with uv, hashes included, for Python 3.11 to 3.13 on every platform
-    (``--universal``). uv keeps the versions a lock already has where they still fit; the dev
-    lock keeps the course lock's versions (``-c``). The stored outputs are made with them."""
+    """The three locks with uv, hashes included, for Python 3.11 to 3.13 on every platform
+    (``--universal``). uv keeps the versions a lock already has where they still fit; the
+    instructor lock keeps the course lock's versions (``-c``), the dev lock both others'. The
+    stored outputs are made with the course lock."""
     compile_ = [
         "uv",
         "pip",
@@ -345,8 +352,11 @@ def lock() -> int:
         "pyproject.toml",
         "-",
     ]  # "-": the pip pin
-    for extra in ([], ["--extra", "dev", "-c", COURSE_LOCK.name]):
-        output = DEV_LOCK if extra else COURSE_LOCK
+    for output, extra in (
+        (COURSE_LOCK, []),
+        (INSTRUCTOR_LOCK, ["--extra", "instructor", "-c", COURSE_LOCK.name]),
+        (DEV_LOCK, ["--extra", "dev", "-c", COURSE_LOCK.name, "-c", INSTRUCTOR_LOCK.name]),
+    ):
         if status := run(*compile_, *extra, "-o", output.name, stdin=PIP):
             return status
     return 0
@@ -418,6 +428,9 @@ def main(argv: Sequence[str]) -> int:
     if command == "student":
         setup(COURSE_LOCK)
         return run(sys.executable, "scripts/make_student_edition.py", *args)
+    if command == "nbgrader":  # writing needs nbformat only; grading needs nbgrader itself
+        setup(INSTRUCTOR_LOCK)
+        return run(sys.executable, "scripts/nbgrader_course.py", *args)
     if command == "contributor":
         setup(DEV_LOCK)
         return contributor()

@@ -32,16 +32,70 @@ import copy
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 KEEP_OUTPUT_TAG = "keep-output"
 DETAILS = re.compile(r"<details\b.*?</details>[ \t]*\n?", re.S)
+SOLUTION_CODE = re.compile(r"<details>.*?```python\n(.*?)```.*?</details>", re.S)
+EXERCISE_TITLE = re.compile(r"^## Exercise (\d+\.\d+):", re.M)
+
+
+def solution_code(markdown: str) -> str | None:
+    """The code of the first solution ``markdown`` reveals (a ``<details>`` block holding a
+    fenced ``python`` block), or None when it reveals none."""
+    match = SOLUTION_CODE.search(markdown)
+    return match.group(1) if match else None
 
 
 def _is_solution(details_block: str) -> bool:
-    return "```python" in details_block
+    return solution_code(details_block) is not None
+
+
+class Exercise(NamedTuple):
+    """One exercise of a notebook, as ``helpers/exercises/__init__.py`` lays it out: its
+    Markdown (the ``## Exercise N.M: ...`` cell), the starting code (metadata ``exercise``),
+    the checker's cell, the hints (``<details>`` without code) and the solution's code."""
+
+    id: str
+    notebook: str
+    title: nbformat.NotebookNode
+    starter: nbformat.NotebookNode
+    checker: nbformat.NotebookNode
+    hints: tuple[nbformat.NotebookNode, ...]
+    solution: str
+
+
+def exercises(path: Path) -> list[Exercise]:
+    """The exercises of a course notebook, in order."""
+    cells = nbformat.read(path, as_version=4).cells
+    found = []
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "code" or not cell.metadata.get("exercise"):
+            continue
+        title = cells[index - 1]
+        number = EXERCISE_TITLE.search(title.source) if title.cell_type == "markdown" else None
+        hints, solution = [], None
+        for after in cells[index + 2 :]:
+            if after.cell_type != "markdown" or not after.source.lstrip().startswith("<details>"):
+                break
+            solution = solution_code(after.source)
+            if solution is not None:
+                break
+            hints.append(after)
+        if number is None or solution is None:
+            raise ValueError(
+                f"{path.name}: the exercise in cell {index} needs a '## Exercise N.M: ...' cell "
+                "before it and a solution after its hints (helpers/exercises/__init__.py)"
+            )
+        found.append(
+            Exercise(
+                number.group(1), path.stem, title, cell, cells[index + 1], tuple(hints), solution
+            )
+        )
+    return found
 
 
 def without_solutions(markdown: str) -> str:

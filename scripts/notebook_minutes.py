@@ -16,8 +16,8 @@
   reading the prose around it.
 * A Predict prompt is a Markdown cell with ``**Predict`` in it: a minute to think before the
   run, which reading speed leaves out.
-* The run time is a constant, not a measurement: every notebook runs in well under a minute
-  on two cores (README), so one minute is an upper bound.
+* The run time is a constant, not a measurement: every notebook runs in about a minute or less
+  on two cores (README), so one minute is a fair estimate.
 * An exercise takes the minutes its bullet in INSTRUCTORS.md gives it
   (``- **Exercise 0.1** (`name`): 4 minutes``; ``about 15 minutes each`` counts once per
   exercise of that notebook).
@@ -31,12 +31,13 @@ than the minutes do:
   and the text inside ``<details>`` included, HTML tags and the folds' ``<summary>`` labels
   left out.
 
-``python scripts/notebook_minutes.py`` prints, per notebook, the visible code lines, the prose
-words, the ``assert`` lines outside proof and lesson-assert cells, the minutes, and the
-README's figure. ``--write`` puts each notebook's rounded total into its own "Time" line and
-its README course-map row (``./course.sh regenerate`` runs it); ``scripts/lint_course.py``
-reports either when it is not the current measure, and INSTRUCTORS.md's minutes (class plus
-homework, a plan written by hand) more than 20 % off.
+``python scripts/notebook_minutes.py --plan`` prints INSTRUCTORS.md's figures at class speed
+(the model is at "at class speed" below). ``python scripts/notebook_minutes.py`` prints, per
+notebook, the visible code lines, the prose words, the ``assert`` lines outside proof and
+lesson-assert cells, the minutes, and the README's figure. ``--write`` puts each notebook's
+rounded total into its own "Time" line and its README course-map row (``./course.sh
+regenerate`` runs it); ``scripts/lint_course.py`` reports either when it is not the current
+measure, and INSTRUCTORS.md's plan when it is not the one computed at class speed.
 """
 
 from __future__ import annotations
@@ -141,16 +142,10 @@ def exercise_minutes(
     return float(sum(int(minutes) for minutes, _ in bullets))
 
 
-def notebook_minutes(
-    path: str | Path, instructors: str | Path = ROOT / "INSTRUCTORS.md"
-) -> Minutes:
-    """Measure one notebook (``.ipynb``): prose words, visible code lines, exercises, and the
-    ``assert`` lines a learner sees (outside proof and lesson-assert cells)."""
-    path = Path(path)
-    if path.suffix != ".ipynb" or not path.is_file():
-        raise ValueError(f"expected the path of an existing .ipynb notebook, got {path}")
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    words = lines = exercises = asserts = visible = source_words = prompts = 0
+def _count(cells: list[dict]) -> tuple[int, ...]:
+    """Prose words, code lines read, exercises, asserts, visible code lines, source words,
+    Predict prompts and visible code cells of some cells (``notebook_minutes``' rules)."""
+    words = lines = exercises = asserts = visible = source_words = prompts = code_cells = 0
     checker_cell_next = False
     for cell in cells:
         text = _source(cell)
@@ -181,6 +176,20 @@ def notebook_minutes(
                 checker_cell_next = False
             elif not is_proof(cell):
                 lines += code_lines(text)
+                code_cells += 1
+    return words, lines, exercises, asserts, visible, source_words, prompts, code_cells
+
+
+def notebook_minutes(
+    path: str | Path, instructors: str | Path = ROOT / "INSTRUCTORS.md"
+) -> Minutes:
+    """Measure one notebook (``.ipynb``): prose words, visible code lines, exercises, and the
+    ``assert`` lines a learner sees (outside proof and lesson-assert cells)."""
+    path = Path(path)
+    if path.suffix != ".ipynb" or not path.is_file():
+        raise ValueError(f"expected the path of an existing .ipynb notebook, got {path}")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    words, lines, exercises, asserts, visible, source_words, prompts, _ = _count(cells)
     return Minutes(
         path.stem,
         words,
@@ -194,6 +203,224 @@ def notebook_minutes(
     )
 
 
+# --------------------------------------------------------------------------- at class speed
+#
+# INSTRUCTORS.md's plan is a demonstration, not a reading: its minutes come from this model,
+# and scripts/lint_course.py keeps INSTRUCTORS.md's figures equal to it.
+#
+#   in class = LIVE_CELL_MINUTES x code cells run and explained live   (proof cells: 0)
+#            + ASK_MINUTES x Predict prompts asked to the room
+#            + SUMMARY_MINUTES x parts summarised (their cells run, the result said)
+#            + IN_CLASS_FACTOR x the solo minutes of each exercise done in class
+#   homework = the solo measure above of every part not taught live (summarised parts
+#              included: they are read at home), with its exercises at their solo minutes,
+#              plus RUN_MINUTES when there is any
+#
+# A part is a "## " section (the opening: the cells before the first one). Points: one per
+# solo minute of an exercise.
+
+LIVE_CELL_MINUTES = 1
+ASK_MINUTES = 2
+SUMMARY_MINUTES = 1
+IN_CLASS_FACTOR = 2
+LIVE, SUMMARISED, HOME = "live", "summary", "home"
+OPENING = ""  # the part before a notebook's first "## " heading
+EXERCISE_HEADING = re.compile(r"^Exercise (\d+\.\d+)\b")
+SESSION_MINUTES = 90
+SLACK_MINUTES = 10  # every session keeps at least this much for what a plan cannot foresee
+
+
+@dataclass(frozen=True)
+class ClassPlan:
+    """How one notebook is taught: its session, how a part not named is taught (``default``),
+    the parts named by the start of their heading with theirs, and the exercises done in
+    class (the others are homework)."""
+
+    session: int
+    default: str = LIVE
+    parts: tuple[tuple[str, str], ...] = ()
+    in_class: tuple[str, ...] = ()
+
+
+CLASS_PLAN = {
+    "00": ClassPlan(1, parts=(("Summary", SUMMARISED),)),
+    "01": ClassPlan(
+        1,
+        parts=(("Suspect 2", SUMMARISED), ("Suspect 4", SUMMARISED), ("Summary", SUMMARISED)),
+        in_class=("1.1",),
+    ),
+    "02": ClassPlan(
+        1, parts=(("Step 2", SUMMARISED), ("Step 5", SUMMARISED), ("Summary", SUMMARISED))
+    ),
+    "03": ClassPlan(2, parts=(("4. ", SUMMARISED), ("Summary", SUMMARISED))),
+    "04": ClassPlan(2, parts=(("Step 5", SUMMARISED), ("Summary", SUMMARISED)), in_class=("4.1",)),
+    "05": ClassPlan(
+        2,
+        default=HOME,
+        parts=((OPENING, LIVE), ("The setup", LIVE), ("3. ", LIVE), ("Summary", SUMMARISED)),
+    ),
+    "06": ClassPlan(
+        2,
+        default=HOME,
+        parts=(
+            (OPENING, LIVE),
+            ("The comparison", LIVE),
+            ("The lesson", LIVE),
+            ("The ablation", SUMMARISED),
+        ),
+    ),
+    "07": ClassPlan(2, default=HOME),
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One "## " section of a notebook, as the plan teaches it."""
+
+    heading: str
+    mode: str
+    code_cells: int
+    prompts: int
+    solo: float  # the solo measure's minutes (reading, code, prompts, its exercise)
+    exercise: str = ""  # the exercise's id ("4.1") in an exercise's section
+
+    @property
+    def in_class(self) -> int:
+        if self.mode == LIVE and self.exercise:
+            return 0  # counted with the exercise (ClassMinutes.exercise)
+        if self.mode == LIVE:
+            return self.code_cells * LIVE_CELL_MINUTES + self.prompts * ASK_MINUTES
+        return SUMMARY_MINUTES if self.mode == SUMMARISED else 0
+
+
+@dataclass(frozen=True)
+class ClassMinutes:
+    """A notebook's minutes at class speed: in class (its parts) and at home."""
+
+    notebook: str
+    session: int
+    parts: tuple[Part, ...]
+    exercises: dict[str, int]  # every exercise's solo minutes, by id
+    in_class_exercises: tuple[str, ...]
+
+    @property
+    def live_cells(self) -> int:
+        return sum(p.code_cells for p in self.parts if p.mode == LIVE and not p.exercise)
+
+    @property
+    def asked(self) -> int:
+        return sum(p.prompts for p in self.parts if p.mode == LIVE and not p.exercise)
+
+    @property
+    def summarised(self) -> int:
+        return sum(p.mode == SUMMARISED for p in self.parts)
+
+    @property
+    def exercise(self) -> int:
+        """Minutes of the exercises done in class."""
+        return sum(IN_CLASS_FACTOR * self.exercises[e] for e in self.in_class_exercises)
+
+    @property
+    def in_class(self) -> int:
+        return sum(p.in_class for p in self.parts) + self.exercise
+
+    @property
+    def homework_exercises(self) -> dict[str, int]:
+        return {e: m for e, m in self.exercises.items() if e not in self.in_class_exercises}
+
+    @property
+    def homework(self) -> int:
+        at_home = [p for p in self.parts if p.mode != LIVE]
+        return rounded(sum(p.solo for p in at_home) + (RUN_MINUTES if at_home else 0))
+
+
+def exercise_minutes_by_id(
+    notebook: str, instructors: str | Path = ROOT / "INSTRUCTORS.md"
+) -> dict[str, int]:
+    """The solo minutes of each exercise of ``notebook`` (``NN_name``), as the exercise
+    bullets of its INSTRUCTORS.md section give them: ``{"4.1": 8}``."""
+    text = Path(instructors).read_text(encoding="utf-8")
+    section = re.search(rf"^### {notebook[:2]} .*?(?=^### |^## |\Z)", text, re.M | re.S)
+    bullets = re.finditer(
+        r"^- \*\*Exercise (\d+\.\d+)\*\*(?:[^\n]|\n(?=  ))*?(\d+)\s+minutes",
+        section.group(0) if section else "",
+        re.M,
+    )
+    return {m.group(1): int(m.group(2)) for m in bullets}
+
+
+def notebook_parts(path: str | Path) -> list[tuple[str, list[dict]]]:
+    """A notebook's parts: (the "## " heading, or OPENING, and its cells), in order."""
+    parts: list[tuple[str, list[dict]]] = [(OPENING, [])]
+    for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]:
+        headings = re.findall(r"^## (.*)$", _source(cell), re.M)
+        if cell["cell_type"] == "markdown" and headings:
+            parts.append((headings[0].strip(), []))
+        parts[-1][1].append(cell)
+    return [(heading, cells) for heading, cells in parts if cells]
+
+
+def class_minutes(
+    path: str | Path,
+    plan: ClassPlan | None = None,
+    instructors: str | Path = ROOT / "INSTRUCTORS.md",
+) -> ClassMinutes:
+    """A notebook's minutes at class speed, under its plan (``CLASS_PLAN`` by default).
+    Raises ValueError when the plan names a part or an exercise the notebook does not have."""
+    path = Path(path)
+    plan = plan or CLASS_PLAN[path.stem[:2]]
+    minutes = exercise_minutes_by_id(path.stem, instructors)
+    parts, named = [], {prefix: False for prefix, _ in plan.parts}
+    for heading, cells in notebook_parts(path):
+        exercise = EXERCISE_HEADING.match(heading)
+        mode = plan.default
+        for prefix, how in plan.parts:
+            if heading.startswith(prefix) and (prefix or heading == OPENING):
+                mode, named[prefix] = how, True
+                break
+        if exercise:
+            if exercise.group(1) not in minutes:
+                raise ValueError(
+                    f"INSTRUCTORS.md gives exercise {exercise.group(1)} of {path.stem} no "
+                    "'- **Exercise N.M** (...): M minutes' bullet"
+                )
+            mode = LIVE if exercise.group(1) in plan.in_class else HOME
+        words, lines, _, _, _, _, prompts, code_cells = _count(cells)
+        solo = words / WORDS_PER_MINUTE + lines * SECONDS_PER_CODE_LINE / 60
+        solo += prompts * PREDICT_MINUTES + (minutes[exercise.group(1)] if exercise else 0)
+        parts.append(
+            Part(heading, mode, code_cells, prompts, solo, exercise.group(1) if exercise else "")
+        )
+    missing = [repr(prefix) for prefix, found in named.items() if not found]
+    missing += [repr(e) for e in plan.in_class if e not in minutes]
+    if missing:
+        raise ValueError(
+            f"the class plan of {path.stem} names {', '.join(missing)}, which it does not have "
+            "(CLASS_PLAN in scripts/notebook_minutes.py: a heading's start, or an exercise)"
+        )
+    exercises = {p.exercise: minutes[p.exercise] for p in parts if p.exercise}
+    return ClassMinutes(path.stem, plan.session, tuple(parts), exercises, plan.in_class)
+
+
+def class_plan(root: Path = ROOT) -> list[ClassMinutes]:
+    """Every notebook's minutes at class speed, in order."""
+    return [
+        class_minutes(path, instructors=root / "INSTRUCTORS.md")
+        for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    ]
+
+
+def homework_sheet(session: int, root: Path = ROOT) -> list[tuple[str, str, int, int]]:
+    """The exercises a session gives as homework: (id, notebook, minutes, points), in order;
+    a point per solo minute."""
+    return [
+        (exercise, m.notebook, minutes, minutes)
+        for m in class_plan(root)
+        if m.session == session
+        for exercise, minutes in m.homework_exercises.items()
+    ]
+
+
 def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
     """The minutes column of the README's course map: {notebook stem: minutes}."""
     rows = MAP_ROW.findall(Path(readme).read_text(encoding="utf-8"))
@@ -203,19 +430,55 @@ def readme_minutes(readme: str | Path = ROOT / "README.md") -> dict[str, int]:
 
 
 INSTRUCTORS_MINUTES = re.compile(
-    r"^### (\d\d) [^\n]*\n\n\*\*Minutes \((\d+)\):\*\*[^\n]*(?:\n\*\*Homework \((\d+)\):\*\*)?",
+    r"^### (\d\d) [^\n]*\n\n(\*\*Minutes \(\d+\):\*\*[^\n]*)(?:\n\*\*Homework \((\d+)\):\*\*)?",
     re.M,
 )
 
 
-def instructors_minutes(instructors: str | Path = ROOT / "INSTRUCTORS.md") -> dict[str, int]:
-    """Each notebook's minutes in INSTRUCTORS.md, in class plus homework (the section's
-    ``**Minutes (N):**`` and ``**Homework (H):**`` lines): ``{"00": 16, ...}``."""
+def instructors_minutes(instructors: str | Path = ROOT / "INSTRUCTORS.md") -> dict[str, tuple]:
+    """Each notebook's plan in INSTRUCTORS.md: its ``**Minutes (N):** ...`` line and its
+    ``**Homework (H):**`` minutes (None without one): ``{"00": ("**Minutes (14):** ...", 6)}``."""
     text = Path(instructors).read_text(encoding="utf-8")
     return {
-        number: int(in_class) + int(homework or 0)
-        for number, in_class, homework in INSTRUCTORS_MINUTES.findall(text)
+        number: (line, int(homework) if homework else None)
+        for number, line, homework in INSTRUCTORS_MINUTES.findall(text)
     }
+
+
+def minutes_line(m: ClassMinutes) -> str:
+    """A notebook's minutes line in INSTRUCTORS.md, as the model computes it."""
+    return (
+        f"**Minutes ({m.in_class}):** cells live {m.live_cells} · prompts asked {m.asked} · "
+        f"parts summarised {m.summarised} · exercise {m.exercise}"
+    )
+
+
+def plan_table(instructors: str) -> dict[str, tuple[int, ...]]:
+    """INSTRUCTORS.md's plan table (the first table under "## The two plans"):
+    ``{part: (3 hours, session 1, session 2)}``."""
+    after = instructors.split("## The two plans", 1)[-1]
+    table = next((b for b in after.split("\n\n") if b.startswith("| part")), "")
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()]
+    try:
+        return {part: tuple(int(m) for m in figures) for part, *figures in rows[2:]}
+    except ValueError:
+        raise ValueError(
+            "INSTRUCTORS.md's plan table ('| part | ...') holds a non-number"
+        ) from None
+
+
+def stated_homework_sheet(instructors: str, session: int) -> list[tuple[str, str, int, int]]:
+    """The rows of INSTRUCTORS.md's homework sheet of a session (``### Homework N``):
+    ``[(exercise, notebook, minutes, points)]``, its total row left out."""
+    match = re.search(
+        rf"^### Homework {session}\b.*?\n(\|.*?)(?:\n\n|\Z)", instructors, re.M | re.S
+    )
+    rows = []
+    for line in match.group(1).splitlines()[2:] if match else []:
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and re.fullmatch(r"\d+\.\d+", cells[0]):
+            rows.append((cells[0], cells[1], int(cells[2]), int(cells[3])))
+    return rows
 
 
 def stated_minutes(path: str | Path) -> int:
@@ -274,7 +537,36 @@ def _write_opening(path: Path, source: str) -> None:
     nbformat.write(notebook, path)
 
 
+def print_plan(root: Path = ROOT) -> None:
+    """INSTRUCTORS.md's figures at class speed: each section's lines, the plan table's rows,
+    the homework sheets."""
+    plan = class_plan(root)
+    for m in plan:
+        print(f"### {m.notebook}\n{minutes_line(m)}\n**Homework ({m.homework}):**")
+        for part in m.parts:
+            print(
+                f"    {part.mode:10s} {part.in_class:3d} min in class  "
+                f"{part.heading or '(opening)'}"
+            )
+    print("\nplan table (3 hours, session 1, session 2):")
+    for m in plan:
+        print(
+            f"| {m.notebook} | {m.in_class} | {m.in_class if m.session == 1 else 0} | "
+            f"{m.in_class if m.session == 2 else 0} |"
+        )
+    for session in sorted({m.session for m in plan}):
+        print(
+            f"\nsession {session}: {sum(m.in_class for m in plan if m.session == session)} "
+            "minutes of notebooks in class; homework sheet (exercise, notebook, minutes, points):"
+        )
+        for row in homework_sheet(session, root):
+            print(f"| {' | '.join(map(str, row))} |")
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--plan"]:
+        print_plan()
+        return 0
     if sys.argv[1:] == ["--write"]:
         for change in write():
             print(f"updated {change}")

@@ -71,7 +71,10 @@ def test_goal_margins_and_family_margins_measure_against_the_named_systems():
     # half as loud everywhere: the same SI-SDR, 6 dB quieter on pauses
     assert margins["over input"] == pytest.approx(0.0, abs=1e-6)
     assert margins["over the question-loss model"] == pytest.approx(0.0, abs=1e-6)
-    assert margins["quieter on pauses"] == pytest.approx(6.02, abs=0.01)
+    assert margins["quieter on pauses than the question-loss model"] == pytest.approx(
+        6.02, abs=0.01
+    )
+    assert margins["quieter on pauses than its input"] == pytest.approx(6.02, abs=0.01)
     best, per_family = capstone.family_margins(comparison)
     assert best in capstone.CLASSICAL and "mean" not in per_family
     assert set(per_family) == {m.family for m in mixtures}

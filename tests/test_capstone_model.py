@@ -1,5 +1,5 @@
-"""helpers.capstone.model: the shipped weights (checked by SHA-256), train_denoiser and
-denoise, and their bad arguments."""
+"""helpers.capstone.model: the shipped weights (checked by SHA-256), load_denoiser (loads them),
+train_denoiser (trains, or loads for older code) and denoise, and their bad arguments."""
 
 from __future__ import annotations
 
@@ -51,6 +51,27 @@ def test_denoise_keeps_the_length_and_refuses_bad_input(models):
         capstone.denoise(model, noisy[:100])
     with pytest.raises(TypeError, match="expected a Keras model"):
         capstone.denoise("model", noisy)
+
+
+def test_load_denoiser_loads_what_train_denoiser_shipped_gives_and_trains_nothing(monkeypatch):
+    from helpers.capstone import model as capstone_model
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("load_denoiser trained a model")
+
+    monkeypatch.setattr(capstone_model, "train_shipped", no_training)
+    for loss, seed in (("question", 0), ("masked", 2)):
+        loaded = capstone.load_denoiser(loss, seed=seed)
+        shipped = capstone.train_denoiser(loss, seed=seed)  # the older spelling of the same
+        assert all(
+            np.array_equal(a, b) for a, b in zip(loaded.get_weights(), shipped.get_weights())
+        )
+    with pytest.raises(AssertionError, match="trained a model"):
+        capstone.train_denoiser("masked", weights="train")
+    with pytest.raises(ValueError, match="seed\\(s\\) 0; got seed=1.*weights='train'"):
+        capstone.load_denoiser("question", seed=1)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        capstone.load_denoiser("mse")
 
 
 def test_train_denoiser_bad_arguments():

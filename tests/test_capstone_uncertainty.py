@@ -11,7 +11,9 @@ from helpers.capstone import held_back_mixtures
 from helpers.capstone.evaluation import Comparison, best_baseline
 from helpers.capstone.uncertainty import (
     MarginRow,
+    MarginTable,
     bootstrap_ci,
+    cluster_bootstrap_ci,
     per_mixture_margins,
     plot_margin_rows,
     print_margin_rows,
@@ -40,6 +42,34 @@ def test_bootstrap_ci_refuses_bad_input():
         bootstrap_ci([1.0, np.nan, 2.0])
     with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
         bootstrap_ci([1.0, 2.0, 3.0], confidence=95)
+
+
+def test_cluster_bootstrap_counts_a_cluster_once_however_many_copies_it_holds():
+    """Perfectly correlated clusters (each pair's three SNR mixtures with one margin): the
+    cluster interval is the interval of the cluster means, and the naive bootstrap of the
+    pooled values, which takes the 45 as independent, is about 1/sqrt(3) as wide."""
+    means = np.random.default_rng(2).normal(0.5, 2.0, 15)
+    pooled, pairs = np.repeat(means, 3), np.repeat([f"pair{i}" for i in range(15)], 3)
+    cluster = cluster_bootstrap_ci(pooled, pairs)
+    assert cluster == pytest.approx(bootstrap_ci(means), abs=1e-9)
+    naive = bootstrap_ci(pooled)
+    assert np.ptp(cluster) > 1.4 * np.ptp(naive)
+    assert np.ptp(naive) == pytest.approx(np.ptp(cluster) / np.sqrt(3), rel=0.2)
+    # independent values, one per cluster: the two intervals are the same
+    assert cluster_bootstrap_ci(means, np.arange(15)) == pytest.approx(bootstrap_ci(means))
+    # unequal clusters: the statistic is the mean over every value resampled
+    low, high = cluster_bootstrap_ci([0.0, 0.0, 0.0, 3.0, 1.0, 2.0], ["a", "a", "a", "b", "c", "d"])
+    assert low < np.mean([0.0, 0.0, 0.0, 3.0, 1.0, 2.0]) < high
+    assert cluster_bootstrap_ci([1.0] * 6, [0, 0, 1, 1, 2, 2]) == (1.0, 1.0)
+
+
+def test_cluster_bootstrap_ci_refuses_bad_input():
+    with pytest.raises(ValueError, match="one cluster per value"):
+        cluster_bootstrap_ci([1.0, 2.0, 3.0], [0, 1])
+    with pytest.raises(ValueError, match="at least 3 clusters"):
+        cluster_bootstrap_ci([1.0, 2.0, 3.0, 4.0], [0, 0, 1, 1])
+    with pytest.raises(ValueError, match="finite"):
+        cluster_bootstrap_ci([1.0, np.nan, 3.0], [0, 1, 2])
 
 
 def test_wins_count_only_margins_above_zero():
@@ -89,6 +119,17 @@ def test_a_row_meets_the_target_only_with_its_mean_and_its_interval(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[-2].startswith("recorded    all  spectral subtr.") and "12/12" in lines[-2]
     assert plot_margin_rows([firm, loose]).axes[0].get_ylabel().startswith("SI-SDR margin")
+    table = MarginTable([firm, loose])
+    html = table._repr_html_()
+    assert "+1.6 [" in html and "12/12 won" in html and "BCa" in html
+    assert "Best baseline on every row: spectral subtraction." in repr(table)
+    assert "resamples pairs" not in repr(table)
+    pooled = MarginRow(
+        "generated", "all", "low-pass", {0: 1.0 + np.arange(9.0)}, tuple(np.repeat([0, 1, 2], 3))
+    )
+    assert pooled.ci(0) == pytest.approx(bootstrap_ci([2.0, 5.0, 8.0]))
+    mixed = repr(MarginTable([firm, pooled]))
+    assert "low-pass" in mixed and "resamples pairs" in mixed
 
 
 def test_margin_rows_cover_both_noises_at_every_snr_and_pooled():
@@ -101,5 +142,14 @@ def test_margin_rows_cover_both_noises_at_every_snr_and_pooled():
         ("recorded", "all", 12),
     ]
     assert all(r.baseline in capstone.CLASSICAL for r in rows)
+    pooled = rows[1]
+    assert pooled.clusters == tuple(m.name for m in capstone.real_held_back_mixtures())
+    synthetic = capstone.synthetic_margin_row({0: model})
+    assert (synthetic.noise, synthetic.snr, synthetic.n, synthetic.clusters) == (
+        "synthetic",
+        "5 dB",
+        15,
+        None,
+    )
     with pytest.raises(ValueError, match="at least one model"):
         capstone.margin_rows({})

@@ -179,6 +179,21 @@ def test_the_dev_lock_counts_as_the_course_lock(tmp_path, monkeypatch):
     assert not course.installed(course.COURSE_LOCK)
 
 
+def test_the_instructor_lock_counts_as_the_course_lock_and_the_dev_lock_as_it(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(course, "VENV", tmp_path)
+    assert not course.installed(course.INSTRUCTOR_LOCK)
+    stamp = tmp_path / f".installed-{course.INSTRUCTOR_LOCK.name}"
+    stamp.write_text(course._fingerprint(course.INSTRUCTOR_LOCK))
+    assert course.installed(course.COURSE_LOCK) and not course.installed(course.DEV_LOCK)
+    stamp.unlink()
+    (tmp_path / f".installed-{course.DEV_LOCK.name}").write_text(
+        course._fingerprint(course.DEV_LOCK)
+    )
+    assert course.installed(course.INSTRUCTOR_LOCK)
+
+
 def test_contributor_makes_git_diff_a_notebook_as_cells(tmp_path, capsys):
     """The contributor command sets nbdime's drivers in the clone's own configuration; with
     the checkout's .gitattributes, git diff then shows a changed notebook as cells."""

@@ -114,14 +114,85 @@ def test_exercise_minutes_come_from_the_notebooks_own_section(tmp_path):
         minutes.exercise_minutes("99_tiny", 1, none)
 
 
-def test_instructors_minutes_add_class_and_homework(tmp_path):
+def test_instructors_minutes_read_each_sections_line_and_homework(tmp_path):
     path = tmp_path / "INSTRUCTORS.md"
     path.write_text(
-        "### 00 · Start\n\n**Minutes (12):** demo 6 · students 6\n**Homework (4):** 0.1.\n\n"
-        "### 01 · Next\n\n**Minutes (35):** demo 35\n\n- **Exercise 1.1**: 7 minutes.\n\n"
+        "### 00 · Start\n\n**Minutes (12):** cells live 6\n**Homework (4):** 0.1.\n\n"
+        "### 01 · Next\n\n**Minutes (35):** cells live 35\n\n- **Exercise 1.1**: 7 minutes.\n\n"
         "### Classroom cut list\n\n**Minutes (9):** not a notebook\n"
     )
-    assert minutes.instructors_minutes(path) == {"00": 16, "01": 35}
+    assert minutes.instructors_minutes(path) == {
+        "00": ("**Minutes (12):** cells live 6", 4),
+        "01": ("**Minutes (35):** cells live 35", None),
+    }
+
+
+def _cell(kind: str, text: str, **metadata) -> dict:
+    cell = {"cell_type": kind, "metadata": metadata, "source": text}
+    return {**cell, "outputs": [], "execution_count": None} if kind == "code" else cell
+
+
+def test_class_speed_counts_cells_prompts_summaries_and_exercises_in_class(tmp_path):
+    """The model INSTRUCTORS.md states: 1 minute per cell run live, 2 more per Predict prompt
+    asked, 1 per part summarised, an exercise in class at twice its solo minutes; homework is
+    the solo measure of the rest. A proof cell costs nothing in class."""
+    words = " ".join(["word"] * 200)  # a minute of reading alone
+    path = _notebook(
+        tmp_path,
+        [
+            _cell("markdown", "# Tiny"),
+            _cell("code", "x = 1"),
+            _cell("markdown", "## Live part\n\n**Predict:** what?"),
+            _cell("code", "y = 2"),
+            _cell("code", "assert y", tags=["proof"]),
+            _cell("markdown", f"## Summarised part\n\n{words}"),
+            _cell("code", "z = 3"),
+            _cell("markdown", f"## Home part\n\n{words}"),
+            _cell("markdown", "## Exercise 9.1: in class"),
+            _cell("code", "def f(): pass", exercise={"checker": "m:c", "function": "f"}),
+            _cell("code", "c(f)"),
+            _cell("markdown", "## Exercise 9.2: at home"),
+            _cell("code", "def g(): pass", exercise={"checker": "m:c", "function": "g"}),
+            _cell("code", "c(g)"),
+        ],
+    )
+    instructors = tmp_path / "INSTRUCTORS.md"
+    instructors.write_text(
+        "### 99 · Tiny\n\n- **Exercise 9.1** (`f`): 5 minutes alone.\n"
+        "- **Exercise 9.2** (`g`): 7 minutes.\n"
+    )
+    plan = minutes.ClassPlan(
+        1,
+        parts=(("Summarised", minutes.SUMMARISED), ("Home", minutes.HOME)),
+        in_class=("9.1",),
+    )
+    m = minutes.class_minutes(path, plan, instructors)
+    assert (m.live_cells, m.asked, m.summarised, m.exercise) == (2, 1, 1, 10)
+    assert m.in_class == 2 * 1 + 1 * 2 + 1 + 10
+    # at home: the summarised part (a minute of words, 6 s of code), the home part (a minute),
+    # exercise 9.2 with its heading (7 minutes and a few words), and a minute to run
+    assert m.homework == minutes.rounded(1 + 0.1 + 1 + 7 + 5 / 200 + 1)
+    assert m.homework_exercises == {"9.2": 7}
+    assert minutes.minutes_line(m) == (
+        "**Minutes (15):** cells live 2 · prompts asked 1 · parts summarised 1 · exercise 10"
+    )
+    wrong = minutes.ClassPlan(1, parts=(("No such heading", minutes.LIVE),), in_class=("9.7",))
+    with pytest.raises(ValueError, match="'No such heading', '9.7'"):
+        minutes.class_minutes(path, wrong, instructors)
+
+
+def test_the_plan_table_and_homework_sheets_parse(tmp_path):
+    text = (
+        "## The two plans\n\nwords\n\n| part | 3 hours | s1 | s2 |\n|---|---|---|---|\n"
+        "| 00 start | 14 | 14 | 0 |\n| total | 180 | 90 | 90 |\n\n"
+        "### Homework 1 (after)\n\n| exercise | notebook | minutes | points |\n|---|---|---|---|\n"
+        "| 0.1 | `00_start_here` | 4 | 4 |\n| total | | 4 | 4 |\n"
+    )
+    assert minutes.plan_table(text) == {"00 start": (14, 14, 0), "total": (180, 90, 90)}
+    assert minutes.stated_homework_sheet(text, 1) == [("0.1", "00_start_here", 4, 4)]
+    assert minutes.stated_homework_sheet(text, 2) == []
+    with pytest.raises(ValueError, match="non-number"):
+        minutes.plan_table(text.replace("| 14 | 14 |", "| 14 | x |"))
 
 
 def test_bad_inputs_say_what_was_expected(tmp_path):

@@ -50,7 +50,7 @@ def test_numpy_constructors_and_ufuncs_are_seen_and_the_buffer_is_not():
     """np.asarray and the like are wrapped while the block records, and a ufunc (np.abs)
     calls the tensor's __array_wrap__. A known limit: np.frombuffer (as compiled code does)
     reads the tensor's memory through the buffer protocol, which has no Python method to
-    wrap; the verdict then says the computation likely left TensorFlow."""
+    wrap; the verdict then names leaving TensorFlow among what it cannot tell apart."""
     noted = []
     constructors = [getattr(np, name) for name in ("asarray", "array", "asanyarray")]
     with noting_exits(lambda lab, value: noted.append(lab)):
@@ -151,14 +151,14 @@ def test_a_tensor_converted_by_a_library_call_is_named(convert, label):
 
 def test_a_conversion_the_probe_cannot_see_is_still_suggested():
     """np.frombuffer reads the tensor through the buffer protocol: not seen, so the verdict
-    says the computation likely left TensorFlow."""
+    names leaving TensorFlow among what it cannot tell apart."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)], name="net")
     with GradientProbe() as probe:
         out = probe.mark("out", model(tf.ones((4, 3))))
         loss = tf.reduce_sum(tf.constant(np.frombuffer(out, np.float32)))
     text = repr(probe.locate(loss, model.trainable_variables))
-    assert "the computation likely left TensorFlow (a NumPy/SciPy call?)" in text
+    assert "code that left TensorFlow (NumPy, SciPy) in a way it cannot see" in text
     assert "leave TensorFlow at" not in text
 
 

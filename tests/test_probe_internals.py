@@ -23,7 +23,7 @@ from helpers.diagnosis.probe.internals import (
     unverified_versions,
 )
 
-NUMPY_GUESS = "likely left TensorFlow (a NumPy/SciPy call?)"
+NUMPY_GUESS = "code that left TensorFlow (NumPy, SciPy)"
 
 
 def test_private_and_patched_apis_are_touched_only_in_internals():

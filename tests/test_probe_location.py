@@ -241,7 +241,7 @@ NOTES = {
     ),
     "a tensor the tape never watched": (uses_unwatched, _source, uses_watched, _source),
     "an integer dtype: integers have no gradient": (healthy, _ids, uses_watched, _source),
-    "the computation likely left TensorFlow (a NumPy/SciPy call?)": (
+    "cannot tell what cut the path": (
         unseen_between,
         None,
         asarray_between,

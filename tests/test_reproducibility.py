@@ -105,8 +105,9 @@ def test_the_build_uses_the_pinned_setuptools():
 
 
 def test_the_locks_hold_what_pyproject_asks_for():
-    """Each dependency of pyproject.toml (the dev extra's in the dev lock) has a pin in its
-    lock that its range admits, and the dev lock keeps the course lock's versions: a lock out of
+    """Each dependency of pyproject.toml (the dev and instructor extras' in their locks) has a
+    pin in its lock that its range admits, and the instructor and dev locks keep the course
+    lock's versions (the dev lock the instructor lock's too): a lock out of
     date with pyproject.toml fails here (re-lock: ./course.sh lock)."""
     import tomllib
 
@@ -114,8 +115,14 @@ def test_the_locks_hold_what_pyproject_asks_for():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     course, dev = _all_pins("requirements.txt"), _all_pins("requirements-dev.txt")
+    instructor = _all_pins("requirements-instructor.txt")
     for lock, pins, wanted in (
         ("requirements.txt", course, project["dependencies"]),
+        (
+            "requirements-instructor.txt",
+            instructor,
+            project["dependencies"] + project["optional-dependencies"]["instructor"],
+        ),
         (
             "requirements-dev.txt",
             dev,
@@ -130,6 +137,9 @@ def test_the_locks_hold_what_pyproject_asks_for():
             )
         assert "pip" in pins and all("--hash=sha256:" in line for line in _entries(lock))
     assert {name: dev[name] for name in course} == course
+    assert {name: instructor[name] for name in course} == course
+    assert {name: dev[name] for name in instructor} == instructor
+    assert "nbgrader" not in course, "nbgrader is the instructor's, not the learners'"
 
 
 def _entries(lock: str) -> list[str]:

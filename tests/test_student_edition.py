@@ -391,33 +391,3 @@ def test_student_folder_is_ignored_by_git_and_documented():
     assert f"`{KEEP}`" in (ROOT / "CONTRIBUTING.md").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "./course.sh student" in readme and "(INSTRUCTORS.md)" in readme
-
-
-def _plans():
-    """INSTRUCTORS.md's plan table: {part: (3 hours, session 1, session 2)}."""
-    text = (ROOT / "INSTRUCTORS.md").read_text()
-    table = text.split("## The two plans", 1)[1].split("\n\n")[2]
-    rows = [
-        [cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]
-    ]
-    return text, {part: tuple(int(m) for m in minutes) for part, *minutes in rows}
-
-
-def test_instructors_timings_add_up_to_both_plans():
-    text, plans = _plans()
-    total = plans.pop("total")
-    assert total == (180, 90, 90)
-    slack = next(m for part, m in plans.items() if part.startswith("slack"))
-    assert min(slack) >= 10, "every session keeps 10 minutes for what a plan cannot foresee"
-    assert tuple(map(sum, zip(*plans.values()))) == total
-    for path in NOTEBOOKS:
-        number = path.name[:2]
-        row = next((m for part, m in plans.items() if part.startswith(f"{number} ")), None)
-        assert row is not None, f"no row for {path.name} in the plan table"
-        assert row[0] == row[1] + row[2], f"{number}: the two sessions give it other minutes"
-        section = re.search(
-            rf"^### {number} .*?\n\*\*Minutes \((\d+)\):\*\* ([^\n]*)$", text, re.M | re.S
-        )
-        assert section, f"no section with its minutes for {path.name}"
-        parts = [int(n) for n in re.findall(r"\b(\d+)\b", section.group(2))]
-        assert int(section.group(1)) == row[0] == sum(parts), (number, section.group(0)[-80:])

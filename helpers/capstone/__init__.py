@@ -1,6 +1,7 @@
 """Notebook 06's denoiser: its data split, its training recipe, the shipped weights
-(``train_denoiser``, ``denoise``), the comparison with classical baselines and how firm it is
-(``margin_rows``: per-mixture wins, bootstrap intervals, training seeds, SNRs, recorded noise).
+(``load_denoiser``; ``train_denoiser`` trains one; ``denoise``), the comparison with classical
+baselines and how firm it is (``margin_rows``: per-mixture wins, bootstrap intervals, cluster
+bootstrap intervals for pooled SNRs, training seeds, SNRs, recorded noise).
 """
 
 from helpers.course.quiet_tensorflow import import_tensorflow
@@ -55,6 +56,7 @@ from helpers.capstone.evaluation import (
 from helpers.capstone.model import (
     SHIPPED_RUNS,
     SHIPPED_SEEDS,
+    load_denoiser,
     train_denoiser,
     weights_bytes,
     weights_path,
@@ -76,10 +78,14 @@ from helpers.capstone.recipe import (
 from helpers.capstone.uncertainty import (
     TARGET_MARGIN_DB,
     MarginRow,
+    MarginTable,
     bootstrap_ci,
+    cluster_bootstrap_ci,
     margin_rows,
+    margin_table,
     plot_margin_rows,
     print_margin_rows,
+    synthetic_margin_row,
 )
 from helpers.models import denoise  # the capstone's public contract: any denoiser
 
@@ -128,6 +134,7 @@ __all__ = [
     "denoise",
     "SHIPPED_RUNS",
     "SHIPPED_SEEDS",
+    "load_denoiser",
     "train_denoiser",
     "weights_bytes",
     "weights_path",
@@ -149,4 +156,8 @@ __all__ = [
     "margin_rows",
     "plot_margin_rows",
     "print_margin_rows",
+    "MarginTable",
+    "cluster_bootstrap_ci",
+    "margin_table",
+    "synthetic_margin_row",
 ]

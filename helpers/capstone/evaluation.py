@@ -269,13 +269,18 @@ def beats_baselines(comparison: Comparison, system: str) -> dict[str, float]:
 def goal_margins(
     comparison: Comparison, system: str = "masked-loss model", other: str = "question-loss model"
 ) -> dict[str, float]:
-    """The four goals' figures for ``system`` (dB): mean SI-SDR over the input, over ``other``
-    and over the best classical baseline (``beats_baselines``), and how much quieter than
-    ``other`` it is on held-back pauses (``quieter_on_silence_db``)."""
+    """The goals' figures for ``system`` (dB): mean SI-SDR over the input, over ``other``
+    and over the best classical baseline (``beats_baselines``), and how much quieter it is on
+    held-back pauses than ``other`` (``quieter_on_silence_db``) and than its own input (the
+    output level on silent frames, ``Comparison.kind_level_change_db``, with its sign
+    turned)."""
     means = {s: row["mean"] for s, row in comparison.by_family("si_sdr").items()}
     margins = beats_baselines(comparison, system)
     margins[f"over the {other}"] = means[system] - means[other]
-    margins["quieter on pauses"] = quieter_on_silence_db(comparison, system, other)
+    margins[f"quieter on pauses than the {other}"] = quieter_on_silence_db(
+        comparison, system, other
+    )
+    margins["quieter on pauses than its input"] = -comparison.kind_level_change_db(system, "silent")
     return margins
 
 

@@ -1,7 +1,7 @@
 """The capstone's shipped models (trained on synthetic speech): their weight files
-(``data/capstone/``, checked against the SHA-256 in ``data/manifest.json``),
-and ``train_denoiser`` (load one, or train one from a seed). ``helpers.models.denoise`` runs
-one on any 16 kHz mono clip.
+(``data/capstone/``, checked against the SHA-256 in ``data/manifest.json``), ``load_denoiser``
+(load one) and ``train_denoiser`` (train one from a seed, now). ``helpers.models.denoise``
+runs one on any 16 kHz mono clip.
 """
 
 from __future__ import annotations
@@ -70,26 +70,20 @@ def load_weights(model: keras.Model, path: Path) -> keras.Model:
     return model
 
 
-def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int = 0) -> keras.Model:
-    """The capstone's denoiser trained with ``loss`` (``"masked"``, ``"question"`` for the
-    voicing-loss question's per-frame loop, or one of the ablation's ``TRAINED_LOSSES``).
-
-    ``weights="shipped"`` loads the weights the recipe made from training seed ``seed``
-    (``scripts/train_capstone.py``; ``SHIPPED_SEEDS``: 0 for every loss, 0, 1 and 2 for the
-    masked loss), after checking their SHA-256 against ``data/manifest.json``: the models
-    notebook 06 compares. ``weights="train"`` runs the shipped recipe (``train_shipped``) now,
-    from seed ``seed``, which takes minutes on a CPU.
-    """
+def load_denoiser(loss: str = "masked", *, seed: int = 0) -> keras.Model:
+    """The shipped denoiser trained with ``loss`` (``"masked"``, ``"question"`` for the
+    voicing-loss question's per-frame loop, or one of the ablation's ``TRAINED_LOSSES``) from
+    training seed ``seed`` (``SHIPPED_SEEDS``: 0 for every loss, 0, 1 and 2 for the masked
+    loss): its weights, made offline by ``scripts/train_capstone.py``, are loaded after their
+    SHA-256 is checked against ``data/manifest.json``. Nothing is trained: the models notebook
+    06 compares. ``train_denoiser(loss, weights="train")`` trains one now."""
     check_loss_name(loss)
-    check_choice(weights, ("shipped", "train"), "weights")
     seed = check_int(seed, "seed")
-    if weights == "train":
-        return train_shipped(loss, seed).model
     if seed not in SHIPPED_SEEDS[loss]:
         raise ValueError(
             f"the shipped {loss!r} weights were trained from seed(s) "
             f"{', '.join(map(str, SHIPPED_SEEDS[loss]))}; got seed={seed}. To train from "
-            "another seed, pass weights='train'."
+            "another seed, call train_denoiser(loss, weights='train', seed=seed)."
         )
     path = weights_path(loss, seed)
     expected = capstone_manifest()["weights"]["sha256"].get(path.name)
@@ -101,3 +95,19 @@ def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int 
             "run python scripts/train_capstone.py, then scripts/make_data.py."
         )
     return load_weights(make_capstone_model(0), path)  # initial weights replaced
+
+
+def train_denoiser(loss: str = "masked", weights: str = "shipped", *, seed: int = 0) -> keras.Model:
+    """The capstone's denoiser trained with ``loss`` from training seed ``seed``.
+
+    ``weights="train"`` runs the shipped recipe (``train_shipped``) now, which takes minutes on
+    a CPU. ``weights="shipped"`` (the default, kept for code written before ``load_denoiser``)
+    trains nothing: it is ``load_denoiser(loss, seed=seed)``, the shipped weights. Call
+    ``load_denoiser`` to load, so the name says what happens.
+    """
+    check_loss_name(loss)
+    check_choice(weights, ("shipped", "train"), "weights")
+    seed = check_int(seed, "seed")
+    if weights == "train":
+        return train_shipped(loss, seed).model
+    return load_denoiser(loss, seed=seed)

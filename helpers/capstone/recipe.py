@@ -32,7 +32,9 @@ LOSSES = ("masked", "question")
 LOSS_LABELS = {"masked": "masked loss", "question": "question's loss"}
 CAPSTONE_UNITS = 32
 CAPSTONE_LEARNING_RATE = 3e-3  # the live run's; the shipped run starts here and decays (cosine)
-CAPSTONE_SILENCE_WEIGHT = 3.0  # masked_voicing_loss's silence_weight for the capstone
+# masked_voicing_loss's silence_weight for the capstone (its silence term: every frame that is
+# not voiced). Set by hand, not searched: only the voiced weight was chosen on the validation set.
+CAPSTONE_SILENCE_WEIGHT = 3.0
 # The masked loss's reconstruction term on voiced frames (masked_loss_on_magnitudes'
 # voiced_weight): it scores the noise between the harmonics. Chosen on
 # helpers.capstone.data.validation_mixtures (never on a held-back set): of weights 0, 1, 2, 4 and 8

@@ -1,9 +1,9 @@
 """The course as a website (``./course.sh site``), built from the stored outputs and read in
 headless Chromium as a reader would: every page loads cleanly with its images, every internal
 link resolves, proof cells and solutions start collapsed, the output under each Predict prompt
-starts folded, search finds the field guide, and the
-landing page lists the eight chapters in order. Screenshots of the landing page and of 05 in
-the light and the dark theme go with the other browser screenshots."""
+starts folded, search finds the field guide, the landing page lists the eight chapters in
+order, and no output is wider than the text column. Screenshots of the landing page and of 05
+in the light and the dark theme go with the other browser screenshots."""
 
 from __future__ import annotations
 
@@ -210,6 +210,36 @@ def test_the_lab_shows_its_stored_fallback_and_says_to_run_it(site, reader):
         lab = labs.nth(index)
         assert lab.locator("table.gradient-clinic-table").count() == 1
         assert lab.locator("div.cell_output img").count() == 1
+
+
+_WIDE_BLOCKS = """() => {
+  const article = document.querySelector("article.bd-article");
+  const style = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(style.paddingLeft)
+    - parseFloat(style.paddingRight);
+  const wide = [];
+  document.querySelectorAll("div.cell_output").forEach((output, index) => {
+    output.querySelectorAll("pre, table, div.output").forEach((block) => {
+      const width = Math.max(block.scrollWidth, block.getBoundingClientRect().width);
+      if (width > column + 1) {
+        const lines = block.textContent.split("\\n");
+        const text = lines.reduce((a, b) => (a.length < b.length ? b : a));
+        wide.push(`output ${index}: ${Math.round(width)} px: ${text.trim().slice(0, 70)}`);
+      }
+    });
+  });
+  return {column, wide};
+}"""
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_output_is_wider_than_the_text_column(site, reader, name):
+    """Every output block (printed text, a table, a widget's fallback), folded or not, fits
+    the column the prose is set in, at the reader's 1400 px window: nothing scrolls sideways."""
+    _open(reader, f"{site}{name}.html")
+    found = reader.evaluate(_WIDE_BLOCKS)
+    assert found["column"] > 500, found
+    assert found["wide"] == [], f"{name}: column {found['column']} px; {found['wide']}"
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

@@ -15,8 +15,8 @@ conversion made inside a library is named by the library function the block call
 gradient is None and that reaches one left the tape there.
 
 Not seen: code that reads a tensor's memory through the buffer protocol without any of those
-(``np.frombuffer``, a compiled extension, some NumPy reductions); the verdict then says the
-computation likely left TensorFlow.
+(``np.frombuffer``, a compiled extension, some NumPy reductions); the verdict then names
+leaving TensorFlow among the causes it cannot tell apart.
 """
 
 from __future__ import annotations

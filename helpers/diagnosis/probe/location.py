@@ -261,9 +261,9 @@ CAUSE_TEXT = {
     "index, e.g. the embeddings).",
 }
 UNSEEN = (  # a cut the probe saw nothing of, at a value nothing recorded before reaches
-    "The probe saw no conversion here: unless a tf.stop_gradient, a rounding, a cast to an "
-    "integer, a constant or a custom gradient lies there, the computation likely left "
-    "TensorFlow (a NumPy/SciPy call?)."
+    "The probe saw no conversion here and cannot tell what cut the path: a rounding, a cast "
+    "to an integer, a constant, a custom gradient, or code that left TensorFlow (NumPy, SciPy) "
+    "in a way it cannot see."
 )
 WALL_TEXT = {  # a cut the probe saw no conversion at, but one of these calls in
     "tf.stop_gradient()": "tf.stop_gradient() ran here: it passes the value on and no gradient "

@@ -1,0 +1,192 @@
+"""Write an nbgrader course folder: one assignment per class session, graded by the checkers.
+
+    python scripts/nbgrader_course.py [DIR]     # default: nbgrader/ (git-ignored)
+    ./course.sh nbgrader [DIR]                  # the same, with requirements-instructor.txt
+
+``DIR`` gets ``nbgrader_config.py`` and ``source/homeworkN/homeworkN.ipynb``, one assignment
+per session of INSTRUCTORS.md's plan, holding the exercises that session gives as homework
+(``notebook_minutes.homework_sheet``: minutes and points, a point per solo minute). The
+notebook is the session's homework sheet: a table of its exercises, a setup cell (the course's
+first code cell), then each exercise as the course has it (``make_student_edition.exercises``):
+
+* its Markdown, with its points and minutes;
+* a solution cell (``nbgrader.solution``): the course's starting code, then the solution the
+  course reveals between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, where it redefines the
+  function. ``nbgrader generate_assignment`` cuts that region (``ClearSolutions.code_stub`` is a
+  comment), so a learner starts from the course's starting code;
+* an autograded test cell (``nbgrader.grade``, its points): the checker's call, asserting the
+  verdict. It raises unless the checker says "Solved", so the checker's verdict is the grade,
+  and its message and hint (the ``AssertionError``) are the feedback;
+* its hints (words, no code).
+
+Nothing of the lessons is copied: an assignment runs only what its exercises need. Running it
+again rewrites only what changed. Then, with nbgrader (INSTRUCTORS.md, "Grading with
+nbgrader")::
+
+    cd DIR && nbgrader generate_assignment homework1      # release/: solutions cut
+    nbgrader autograde homework1                          # submitted/<student>/homework1/
+    nbgrader generate_feedback homework1
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_student_edition as edition  # noqa: E402
+import notebook_minutes as minutes  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE_ID = "gradient-clinic"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+# What generate_assignment leaves where the solution was: the starting code stays above it.
+CODE_STUB = "# Change the function above until the check below says Solved."
+CELL_TIMEOUT = 300  # seconds a cell may run under autograde (a checker trains a small model)
+CONFIG = f'''"""nbgrader's settings for the Gradient Clinic assignments (scripts/nbgrader_course.py
+writes this file; run nbgrader from this folder, in the course environment)."""
+
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "{COURSE_ID}"
+c.CourseDirectory.db_assignments = {{assignments}}
+# A solution region follows the course's starting code, which the learner changes.
+c.ClearSolutions.code_stub = {{{{"python": {CODE_STUB!r}}}}}
+c.Execute.timeout = {CELL_TIMEOUT}
+'''
+
+
+def assignment_name(session: int) -> str:
+    return f"homework{session}"
+
+
+def _nbgrader(cell: nbformat.NotebookNode, grade_id: str, **flags) -> nbformat.NotebookNode:
+    """``cell`` with nbgrader's metadata (schema 3): a solution, a graded test or locked."""
+    cell.metadata["nbgrader"] = {
+        "grade": flags.get("grade", False),
+        "grade_id": grade_id,
+        "locked": flags.get("locked", False),
+        "schema_version": 3,
+        "solution": flags.get("solution", False),
+        **({"points": flags["points"]} if "points" in flags else {}),
+    }
+    return cell
+
+
+def sheet_markdown(session: int, rows: list[tuple[str, str, int, int]]) -> str:
+    """The homework sheet: the session's exercises with their minutes and points."""
+    lines = [
+        f"# Homework {session}: the exercises session {session} gives as homework",
+        "",
+        "Each exercise is the one in its notebook: change the function in its cell until the "
+        "check below it says *Solved*. The check is the grade: all its points when it says "
+        "*Solved*, none otherwise, and its message says what it saw. Run the setup cell first.",
+        "",
+        "| exercise | notebook | minutes | points |",
+        "|---|---|---|---|",
+        *(f"| {e} | `{notebook}` | {m} | {p} |" for e, notebook, m, p in rows),
+        f"| total | | {sum(r[2] for r in rows)} | {sum(r[3] for r in rows)} |",
+    ]
+    return "\n".join(lines)
+
+
+def assignment(session: int, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The assignment notebook of one session (nbgrader's source version: solutions in)."""
+    rows = minutes.homework_sheet(session, root)
+    if not rows:
+        raise ValueError(f"session {session} gives no exercise as homework")
+    wanted = {exercise: (minutes_, points) for exercise, _, minutes_, points in rows}
+    paths = {p.stem: p for p in edition.course_notebooks(root)}
+    first = nbformat.read(paths[rows[0][1]], as_version=4)
+    setup = next(c for c in first.cells if c.cell_type == "code")
+    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": first.metadata["kernelspec"]})
+    cells = [
+        _nbgrader(
+            nbformat.v4.new_markdown_cell(sheet_markdown(session, rows)), "sheet", locked=True
+        ),
+        _nbgrader(nbformat.v4.new_code_cell(setup.source), "setup", locked=True),
+    ]
+    for stem in dict.fromkeys(notebook for _, notebook, _, _ in rows):
+        for exercise in edition.exercises(paths[stem]):
+            if exercise.id not in wanted:
+                continue
+            minutes_, points = wanted[exercise.id]
+            key = exercise.id.replace(".", "_")
+            spec = exercise.starter.metadata["exercise"]
+            module, check = spec["checker"].split(":")
+            title = f"{exercise.title.source}\n\n**{points} points**, about {minutes_} minutes."
+            solution = f"{exercise.starter.source}\n\n\n{BEGIN}\n{exercise.solution}{END}"
+            test = (
+                f"from {module} import {check}\n\n"
+                f"verdict = {check}({spec['function']})\n"
+                "assert verdict, verdict  # the grade: this cell raises unless it says Solved\n"
+                "verdict"
+            )
+            cells += [
+                nbformat.v4.new_markdown_cell(title),
+                _nbgrader(
+                    nbformat.v4.new_code_cell(solution, metadata={"exercise": spec}),
+                    f"exercise_{key}",
+                    solution=True,
+                ),
+                _nbgrader(
+                    nbformat.v4.new_code_cell(test),
+                    f"check_{key}",
+                    grade=True,
+                    locked=True,
+                    points=points,
+                ),
+                *(nbformat.v4.new_markdown_cell(hint.source) for hint in exercise.hints),
+            ]
+    notebook.cells = cells
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"{assignment_name(session)}-{index}"  # stable: a rerun changes no byte
+    return notebook
+
+
+def write_course(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
+    """Write the nbgrader course folder into ``target``: ``(path, written)`` per file,
+    ``written`` False where the file was already exactly this."""
+    target = Path(target)
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(
+            f"expected a folder for the nbgrader course, got the file {target}"
+        )
+    sessions = sorted({m.session for m in minutes.class_plan(root)})
+    files = {
+        target
+        / "source"
+        / assignment_name(s)
+        / f"{assignment_name(s)}.ipynb": edition.notebook_text(assignment(s, root))
+        for s in sessions
+        if minutes.homework_sheet(s, root)
+    }
+    names = [{"name": path.stem} for path in files]
+    files = {target / "nbgrader_config.py": CONFIG.format(assignments=names), **files}
+    results = []
+    for path, text in files.items():
+        written = not path.is_file() or path.read_text(encoding="utf-8") != text
+        if written:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        results.append((path, written))
+    return results
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    target = Path(argv[0]) if argv else ROOT / "nbgrader"
+    for path, written in write_course(target):
+        print(f"{'wrote' if written else 'unchanged'}: {path}")
+    print(
+        f"Next: cd {target} && nbgrader generate_assignment homework1 (INSTRUCTORS.md, "
+        '"Grading with nbgrader").'
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

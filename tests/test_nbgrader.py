@@ -1,0 +1,211 @@
+"""The nbgrader assignments (``./course.sh nbgrader``, ``scripts/nbgrader_course.py``) grade as
+the checkers do: nbgrader itself cuts the solutions and autogrades three submissions of each
+assignment. The reference solutions score full marks, the starting code (the released notebook
+as a learner gets it) scores 0, and a near miss a learner really writes scores 0 on its
+exercise and full marks on the others.
+
+One ``autograde`` per assignment grades its three submissions (about 90 s on two cores: each
+submission runs the assignment's checkers once, nothing of the lessons).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location(
+    "nbgrader_course", ROOT / "scripts" / "nbgrader_course.py"
+)
+course = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(course)
+minutes = course.minutes
+
+# A near miss per assignment: (exercise, its function as a learner writes it).
+NEAR_MISSES = {
+    "homework1": (
+        "0.1",
+        # A NaN-only test: inf passes as "ok".
+        """import tensorflow as tf
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    gradient = tf.convert_to_tensor(gradient)
+    if tf.reduce_any(tf.math.is_nan(gradient)):
+        return "nonfinite"
+    if tf.reduce_all(gradient == 0):
+        return "zero"
+    return "ok"
+""",
+    ),
+    "homework2": (
+        "3.1",
+        # A floor on the loss: a very quiet voiced clip has the silent file's loss.
+        """import tensorflow as tf
+
+from helpers.models import enhance
+from helpers.voicing import cond_loop_voicing_loss
+
+def train_step_or_skip(model, optimizer, example):
+    with tf.GradientTape() as tape:
+        estimate = enhance(model, example.audio)
+        loss = cond_loop_voicing_loss(example.clean, estimate, example.labels)
+    if float(loss) < 1e-4:
+        return False
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return True
+""",
+    ),
+}
+STUDENTS = ("reference", "starter", "near-miss")
+
+
+def _nbgrader(folder: Path, *args: str) -> None:
+    """Run nbgrader from this environment in the course folder (it calls alembic by name)."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _grade_id(notebook: nbformat.NotebookNode, exercise: str, kind: str = "exercise") -> int:
+    wanted = f"{kind}_{exercise.replace('.', '_')}"
+    return next(
+        i
+        for i, c in enumerate(notebook.cells)
+        if c.metadata.get("nbgrader", {}).get("grade_id") == wanted
+    )
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The course folder after generate_assignment and autograde of every submission:
+    (folder, {assignment: {student: {grade id: score}}})."""
+    pytest.importorskip("nbgrader", reason="nbgrader is in requirements-dev.txt")
+    folder = tmp_path_factory.mktemp("nbgrader")
+    course.write_course(folder)
+    scores = {}
+    for name in NEAR_MISSES:
+        _nbgrader(folder, "generate_assignment", name)
+        source = folder / "source" / name / f"{name}.ipynb"
+        release = folder / "release" / name / f"{name}.ipynb"
+        near = nbformat.read(source, as_version=4)
+        exercise, code = NEAR_MISSES[name]
+        near.cells[_grade_id(near, exercise)].source = code
+        for student, notebook in zip(STUDENTS, (source, release, None)):
+            target = folder / "submitted" / student / name / f"{name}.ipynb"
+            target.parent.mkdir(parents=True)
+            if notebook is None:
+                nbformat.write(near, target)
+            else:
+                shutil.copy(notebook, target)
+        _nbgrader(folder, "autograde", name)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gradebook:
+        for name in NEAR_MISSES:
+            scores[name] = {
+                student: {
+                    grade.name: grade.score
+                    for notebook in gradebook.find_submission(name, student).notebooks
+                    for grade in notebook.grades
+                }
+                for student in STUDENTS
+            }
+    return folder, scores
+
+
+def _points(name: str) -> dict[str, float]:
+    session = int(name.removeprefix("homework"))
+    return {
+        f"check_{e.replace('.', '_')}": float(p) for e, _, _, p in minutes.homework_sheet(session)
+    }
+
+
+@pytest.mark.parametrize("name", NEAR_MISSES)
+def test_the_reference_solutions_score_full_marks(graded, name):
+    _, scores = graded
+    assert scores[name]["reference"] == _points(name)
+
+
+@pytest.mark.parametrize("name", NEAR_MISSES)
+def test_the_starting_code_scores_zero_and_the_checker_says_why(graded, name):
+    folder, scores = graded
+    assert scores[name]["starter"] == dict.fromkeys(_points(name), 0.0)
+    autograded = nbformat.read(
+        folder / "autograded" / "starter" / name / f"{name}.ipynb", as_version=4
+    )
+    for check in _points(name):
+        index = _grade_id(autograded, check.removeprefix("check_").replace("_", "."), "check")
+        (error,) = [o for o in autograded.cells[index].outputs if o.output_type == "error"]
+        assert error.ename == "AssertionError"
+        assert error.evalue.startswith("Not yet: Exercise ") and "Hint: " in error.evalue
+
+
+@pytest.mark.parametrize("name", NEAR_MISSES)
+def test_a_near_miss_scores_zero_on_its_exercise_only(graded, name):
+    _, scores = graded
+    exercise, _ = NEAR_MISSES[name]
+    wanted = {**_points(name), f"check_{exercise.replace('.', '_')}": 0.0}
+    assert scores[name]["near-miss"] == wanted
+
+
+@pytest.mark.parametrize("name", NEAR_MISSES)
+def test_the_release_keeps_the_starting_code_and_cuts_the_solution(graded, name):
+    folder, _ = graded
+    release = nbformat.read(folder / "release" / name / f"{name}.ipynb", as_version=4)
+    session = int(name.removeprefix("homework"))
+    exercises = {
+        e.id: e
+        for path in course.edition.course_notebooks()
+        for e in course.edition.exercises(path)
+    }
+    for exercise, *_ in minutes.homework_sheet(session):
+        cell = release.cells[_grade_id(release, exercise)]
+        assert cell.source == f"{exercises[exercise].starter.source}\n\n\n{course.CODE_STUB}"
+        assert exercises[exercise].solution not in json.dumps(release.cells)
+        assert "BEGIN SOLUTION" not in cell.source
+
+
+def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
+    results = course.write_course(tmp_path)
+    assert all(written for _, written in results)
+    assert not any(written for _, written in course.write_course(tmp_path))
+    assert sorted(p.relative_to(tmp_path).as_posix() for p, _ in results) == [
+        "nbgrader_config.py",
+        "source/homework1/homework1.ipynb",
+        "source/homework2/homework2.ipynb",
+    ]
+    for session in (1, 2):
+        notebook = nbformat.read(tmp_path / f"source/homework{session}/homework{session}.ipynb", 4)
+        sheet = notebook.cells[0].source
+        for exercise, stem, taking, points in minutes.homework_sheet(session):
+            assert f"| {exercise} | `{stem}` | {taking} | {points} |" in sheet
+        graded_cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert [c.metadata.nbgrader.points for c in graded_cells] == [
+            p for *_, p in minutes.homework_sheet(session)
+        ]
+
+
+def test_bad_target_says_what_was_expected(tmp_path):
+    file = tmp_path / "a_file"
+    file.write_text("")
+    with pytest.raises(NotADirectoryError, match="expected a folder"):
+        course.write_course(file)
