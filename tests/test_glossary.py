@@ -16,7 +16,7 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def _plain(text: str) -> str:
-    return text.replace("`", "").lower()
+    return re.sub(r"\s+", " ", text.replace("`", "")).lower()  # a term may break across lines
 
 
 def _text(path: Path) -> str:
