@@ -155,6 +155,16 @@ def course_notebooks(root: Path = ROOT) -> list[Path]:
     return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` (and its folders) unless it already holds exactly that;
+    whether it wrote, so that running a script twice changes nothing."""
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
 def write_student_edition(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
     """Write the student edition of every course notebook into ``target``.
 
@@ -173,10 +183,7 @@ def write_student_edition(target: Path, root: Path = ROOT) -> list[tuple[Path, b
     for path in notebooks:
         text = notebook_text(student_notebook(nbformat.read(path, as_version=4)))
         out = target / path.name
-        written = not out.is_file() or out.read_text(encoding="utf-8") != text
-        if written:
-            out.write_text(text, encoding="utf-8")
-        results.append((out, written))
+        results.append((out, write_if_changed(out, text)))
     return results
 
 

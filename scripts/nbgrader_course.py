@@ -164,14 +164,7 @@ def write_course(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
     }
     names = [{"name": path.stem} for path in files]
     files = {target / "nbgrader_config.py": CONFIG.format(assignments=names), **files}
-    results = []
-    for path, text in files.items():
-        written = not path.is_file() or path.read_text(encoding="utf-8") != text
-        if written:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        results.append((path, written))
-    return results
+    return [(path, edition.write_if_changed(path, text)) for path, text in files.items()]
 
 
 def main(argv: list[str]) -> int:
