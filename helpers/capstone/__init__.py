@@ -46,6 +46,7 @@ from helpers.capstone.evaluation import (
     compare,
     family_margins,
     print_ablation,
+    print_family_margins,
     print_goals,
     print_levels,
     print_table,
@@ -84,7 +85,6 @@ from helpers.capstone.uncertainty import (
     margin_rows,
     margin_table,
     plot_margin_rows,
-    print_margin_rows,
     synthetic_margin_row,
 )
 from helpers.models import denoise  # the capstone's public contract: any denoiser
@@ -124,6 +124,7 @@ __all__ = [
     "beats_input",
     "compare",
     "family_margins",
+    "print_family_margins",
     "print_ablation",
     "print_goals",
     "print_levels",
@@ -155,7 +156,6 @@ __all__ = [
     "bootstrap_ci",
     "margin_rows",
     "plot_margin_rows",
-    "print_margin_rows",
     "MarginTable",
     "cluster_bootstrap_ci",
     "margin_table",

@@ -313,3 +313,13 @@ def family_margins(
     table = comparison.by_family(metric)
     best = best_baseline(comparison, metric)
     return best, {f: table[system][f] - table[best][f] for f in table[system] if f != "mean"}
+
+
+def print_family_margins(
+    comparison: Comparison, system: str = "masked-loss model"
+) -> tuple[str, dict[str, float]]:
+    """Print ``family_margins`` (SI-SDR) in two lines that fit the text column, and return it."""
+    best, margins = family_margins(comparison, system)
+    print(f"margin over {best} (dB):")
+    print("  " + ", ".join(f"{family} {margin:+.1f}" for family, margin in margins.items()))
+    return best, margins

@@ -233,26 +233,6 @@ def synthetic_margin_row(
     return MarginRow("synthetic", f"{CAPSTONE_SNR_DB:g} dB", baseline, margins)
 
 
-def print_margin_rows(rows: Sequence[MarginRow]) -> None:
-    """The rows as one table: for each training seed, the mean margin, its 95 % CI and the
-    mixtures won."""
-    seeds = list(rows[0].margins)
-    cells = {}
-    for row in rows:
-        for seed in seeds:
-            low, high = row.ci(seed)
-            cells[id(row), seed] = (
-                f"{row.mean(seed):+.1f} [{low:+.1f}, {high:+.1f}] {row.wins(seed)}/{row.n}"
-            )
-    width = max(len(cell) for cell in cells.values()) + 2
-    print("SI-SDR margin over the best baseline (dB): mean [95% CI] mixtures won")
-    heads = "".join(f"{'training seed ' + str(seed):{width}s}" for seed in seeds)
-    print(f"{'noise':10s}{'SNR':>5s}  {'best baseline':17s}{heads}".rstrip())
-    for row in rows:
-        line = "".join(f"{cells[id(row), seed]:{width}s}" for seed in seeds)
-        print(f"{row.noise:10s}{row.snr:>5s}  {SHORT_NAMES[row.baseline]:17s}{line}".rstrip())
-
-
 INTERVAL_NOTE = (
     "Each cell: the mean SI-SDR margin over the best baseline (dB), its bootstrap 95 % "
     "interval (BCa) in brackets, and the mixtures won."
