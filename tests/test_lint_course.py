@@ -310,23 +310,29 @@ def test_the_prediction_rule_wants_prompts_right_before_runs_and_answers_after_t
     assert lint.prediction_problems([predict, _code("f()"), reveal], 2)  # too few prompts
 
 
-def test_the_run_reports_every_violation_at_once(tmp_path):
-    """A copy of the course with two notebooks broken in different ways: one run names both."""
-    for name in ("notebooks", "helpers"):
-        shutil.copytree(
-            ROOT / name,
-            tmp_path / name,
-            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
-        )
+def _copy_of_the_course(root: Path) -> Path:
+    """The notebooks, README.md and INSTRUCTORS.md, copied to ``root``."""
+    (root / "notebooks").mkdir()
+    for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"):
+        shutil.copy(path, root / "notebooks" / path.name)
     for name in ("README.md", "INSTRUCTORS.md"):
-        shutil.copy(ROOT / name, tmp_path / name)
-    assert lint.lint_course(tmp_path) == []  # the course as it is keeps every convention
+        shutil.copy(ROOT / name, root / name)
+    return root
+
+
+def test_the_run_reports_every_violation_at_once(tmp_path):
+    """A copy of the course with two notebooks broken in different ways: one run names both;
+    a case called "seed" goes to the report, which does not fail the lint."""
+    _copy_of_the_course(tmp_path)
+    assert lint.lint_course(tmp_path) == []  # the course as it is keeps every structural rule
+    assert lint.course_report(tmp_path) == []  # and is within its limits
     first = tmp_path / "notebooks" / "00_start_here.ipynb"
     notebook = json.loads(first.read_text())
     notebook["cells"][0]["source"] = "# A title without bullets"
     first.write_text(json.dumps(notebook))
     second = tmp_path / "notebooks" / "03_voicing_loss_reproduce.ipynb"
     notebook = json.loads(second.read_text())
+    notebook["cells"].insert(1, _code("assert True", ["proof"]))
     notebook["cells"].append(_markdown("The seed's loss, once more."))
     second.write_text(json.dumps(notebook))
     instructors = tmp_path / "INSTRUCTORS.md"
@@ -338,7 +344,66 @@ def test_the_run_reports_every_violation_at_once(tmp_path):
     assert {where for where, _ in found} == {first.name, second.name, "INSTRUCTORS.md"}
     assert any("04's section says '**Minutes (5):**" in problem for _, problem in found)
     assert any("You need" in problem for _, problem in found)
-    assert any("voicing-loss question" in problem for _, problem in found)
+    assert any("proof cell must be collapsed" in problem for _, problem in found)
+    assert not any("voicing-loss question" in problem for _, problem in found)
+    report = lint.course_report(tmp_path)
+    assert any("voicing-loss question" in note for where, note in report if where == second.name)
+
+
+def test_a_sentence_in_00_and_a_cell_in_02_fail_no_check(tmp_path):
+    """Growing a notebook a little, then writing its minutes as the regeneration does, breaks
+    no structural rule and crosses no size limit; growing it far is a warning, not a failure."""
+    _copy_of_the_course(tmp_path)
+    first = tmp_path / "notebooks" / "00_start_here.ipynb"
+    notebook = json.loads(first.read_text())
+    prose = next(i for i, c in enumerate(notebook["cells"][1:], 1) if c["cell_type"] == "markdown")
+    notebook["cells"][prose]["source"] = (
+        "".join(notebook["cells"][prose]["source"]) + "\n\nOne more sentence, for a learner."
+    )
+    first.write_text(json.dumps(notebook))
+    fix = tmp_path / "notebooks" / "02_gru_state_fix.ipynb"
+    notebook = json.loads(fix.read_text())
+    summary = max(
+        i for i, c in enumerate(notebook["cells"]) if "".join(c["source"]).startswith("## Summary")
+    )
+    notebook["cells"].insert(
+        summary,
+        {
+            **_code("steps = 5\nprint(steps)", outputs=[_stream("5\n")]),
+            "id": "added",
+            "execution_count": 1,
+        },
+    )
+    fix.write_text(json.dumps(notebook))
+    lint.minutes.write(tmp_path)
+    assert lint.lint_course(tmp_path) == []  # INSTRUCTORS.md's plan included
+    assert lint.course_report(tmp_path) == []
+    step_2 = next(
+        i for i, c in enumerate(notebook["cells"]) if "".join(c["source"]).startswith("## Step 2")
+    )  # the words go to a part taught live, so the plan's homework stays as it is
+    notebook["cells"].insert(step_2, {**_markdown("word " * 400), "id": "long"})
+    fix.write_text(json.dumps(notebook))
+    lint.minutes.write(tmp_path)
+    assert lint.lint_course(tmp_path) == []
+    (note,) = lint.course_report(tmp_path)
+    assert note[0] == fix.name and "words of prose, above its limit of" in note[1]
+
+
+def test_the_size_limits_sit_above_todays_sizes_with_headroom(tmp_path):
+    """The limits the tool writes are HEADROOM (10 to 15 %) above each notebook's sizes, and
+    a notebook above one gets a warning for each."""
+    assert 1.10 <= lint.HEADROOM <= 1.15
+    written = lint.write_size_limits(ROOT, tmp_path / "size_limits.json")
+    assert lint.size_limits(tmp_path / "size_limits.json") == written
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        sizes = lint.notebook_sizes(path)
+        assert all(
+            size < limit <= lint.HEADROOM * size + 1
+            for size, limit in zip(sizes, written[path.stem], strict=True)
+        )
+        assert list(lint.size_warnings(path, written)) == []
+        squeezed = {path.stem: tuple(int(s) - 1 for s in sizes)}
+        assert len(list(lint.size_warnings(path, squeezed))) == 3
 
 
 def _prompted(before: str, printed: str, reveal: str = "It printed the figure.") -> list[dict]:
