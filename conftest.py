@@ -6,7 +6,7 @@ too. ``MPLBACKEND`` is removed because a kernel with ``MPLBACKEND=Agg`` stores n
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # as `import helpers` sets it
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 os.environ.pop("MPLBACKEND", None)
 

@@ -14,17 +14,20 @@ From the bottom layer up (``pyproject.toml`` holds the layers as import contract
 * ``capstone`` and ``lab``: notebook 06's denoiser and its gradient lab.
 * ``exercises``: the checkers of every notebook's exercises.
 
-``import helpers`` imports no TensorFlow. It sets ``TF_CPP_MIN_LOG_LEVEL=3`` and
-``TF_ENABLE_ONEDNN_OPTS=0`` (values already set are kept), and every subpackage that uses
-TensorFlow imports it first with ``helpers.course.quiet_tensorflow.import_tensorflow``, so
-its start-up log stays out of notebooks and tests. Import a ``helpers`` subpackage before
+``import helpers`` imports no TensorFlow and never raises on a setting. It sets
+``TF_CPP_MIN_LOG_LEVEL=2`` (TensorFlow's info and warning lines hidden, its errors shown: a
+course on debugging keeps them) and ``TF_ENABLE_ONEDNN_OPTS=0`` (values already set are
+kept), and every subpackage that uses TensorFlow imports it first with
+``helpers.course.quiet_tensorflow.import_tensorflow``, so its start-up log stays out of
+notebooks and tests. Import a ``helpers`` subpackage before
 ``tensorflow``: TensorFlow reads ``TF_ENABLE_ONEDNN_OPTS`` when it loads, and
 ``make_deterministic`` warns when it was loaded first with oneDNN on.
 
 It also sets ``TF_NUM_INTRAOP_THREADS`` and ``TF_NUM_INTEROP_THREADS`` (values already set are
 kept) to the CPUs the kernel is given: ``GRADIENT_CLINIC_THREADS`` if a hub sets it, else the
 container's CPU quota, else the cores, at most 4 (``helpers.course.threads``). TensorFlow reads
-them when it runs its first operation.
+them when it runs its first operation. A malformed ``GRADIENT_CLINIC_THREADS`` gets a warning
+and the count from the CPUs.
 """
 
 import os as _os
@@ -38,7 +41,7 @@ ONEDNN_ON_BEFORE_HELPERS = (
     and _os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() not in ("0", "false")
 )
 
-_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 # After the names above: helpers.course imports this package back.

@@ -68,6 +68,32 @@ def test_a_bad_value_of_the_variable_says_what_is_expected(bad, eight_cores, mon
         thread_count()
 
 
+def test_applying_a_bad_value_warns_and_follows_the_cpus(tmp_path, eight_cores):
+    """What ``import helpers`` does with a malformed variable: a warning, never an error."""
+    root, membership = cgroup_v2(tmp_path, {".": "200000 100000"})
+    environ = {THREADS_VARIABLE: "two"}
+    with pytest.warns(RuntimeWarning, match=f"{THREADS_VARIABLE} must be.*'two'.*Using 2"):
+        applied = apply_thread_count(environ, root, membership)
+    assert applied == {"TF_NUM_INTRAOP_THREADS": "2", "TF_NUM_INTEROP_THREADS": "2"}
+
+
+def test_import_helpers_never_raises_on_a_malformed_variable():
+    code = "import helpers, os\nprint(os.environ['TF_NUM_INTRAOP_THREADS'])"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("TF_NUM_")},
+            THREADS_VARIABLE: "1.5",
+        },
+        cwd=ROOT / "notebooks",
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) >= 1
+    assert f"{THREADS_VARIABLE} must be a whole number" in result.stderr
+
+
 @pytest.mark.parametrize(
     "cpu_max, threads", [("200000 100000", 2), ("50000 100000", 1), ("150000 100000", 2)]
 )

@@ -3,13 +3,15 @@
 Every subpackage of ``helpers`` that uses TensorFlow calls it before importing anything else,
 so the start-up log stays out of notebooks and tests:
 
-* ``TF_CPP_MIN_LOG_LEVEL=3`` and ``TF_ENABLE_ONEDNN_OPTS=0`` (``import helpers`` sets both;
+* ``TF_CPP_MIN_LOG_LEVEL=2`` and ``TF_ENABLE_ONEDNN_OPTS=0`` (``import helpers`` sets both;
   values already in the environment are kept). Both are needed
-  (``probes/probe_tf_log_noise.sh``); the second also makes CPU results more reproducible;
-* TensorFlow is imported once with the process's stderr captured, and every line is written
-  back except two known, harmless ones: on a machine with the CUDA toolkit but no GPU driver,
-  TensorFlow logs ``cudart_stub.cc ... Could not find cuda drivers`` through absl before any
-  log level applies.
+  (``probes/probe_tf_log_noise.sh``); the second also makes CPU results more reproducible.
+  Level 2 hides info and warning lines and leaves TensorFlow's errors visible;
+* TensorFlow is imported once, and its devices listed, with the process's stderr captured,
+  and every line is written back except three known, harmless ones: on a machine with the
+  CUDA toolkit but no GPU driver, TensorFlow logs ``cudart_stub.cc ... Could not find cuda
+  drivers`` through absl before any log level applies, and ``failed call to cuInit`` when it
+  first looks for a GPU.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ import helpers  # noqa: F401  (sets the two environment variables)
 
 _HARMLESS_STARTUP_LINES = re.compile(
     r"All log messages before absl::InitializeLog\(\) is called|"
-    r"cudart_stub\.cc:\d+\] Could not find cuda drivers"
+    r"cudart_stub\.cc:\d+\] Could not find cuda drivers|"
+    r"cuda_platform\.cc:\d+\] failed call to cuInit"
 )
 
 
 def import_tensorflow() -> ModuleType:
-    """TensorFlow, imported (once) with its stderr captured and written back without the two
-    harmless start-up lines; later calls return the imported module."""
+    """TensorFlow, imported (once) and its devices listed with its stderr captured and written
+    back without the harmless start-up lines; later calls return the imported module."""
     if "tensorflow" in sys.modules:
         return sys.modules["tensorflow"]
     sys.stderr.flush()
@@ -44,6 +47,8 @@ def import_tensorflow() -> ModuleType:
         os.dup2(captured.fileno(), 2)
         try:
             import tensorflow
+
+            tensorflow.config.list_physical_devices()  # where it looks for a GPU, and logs
         finally:
             os.dup2(saved_fd, 2)
             os.close(saved_fd)

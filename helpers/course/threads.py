@@ -16,16 +16,19 @@ other. ``thread_count`` decides, in order:
 capped at ``MAX_THREADS`` in cases 2 and 3: the course's models are small (a batch of two
 clips, 32 GRU units), and a learner's laptop keeps its other cores.
 
-``import helpers`` calls ``apply_thread_count``, which sets ``TF_NUM_INTRAOP_THREADS`` and
-``TF_NUM_INTEROP_THREADS`` (values already set are kept). TensorFlow reads both when it runs
-its first operation and makes its pools, so they work even when TensorFlow was imported
-first, as long as nothing has run; after that the pools are made and stay as they are.
+``import helpers`` calls ``apply_thread_count``, which never raises on a setting: a malformed
+``GRADIENT_CLINIC_THREADS`` gets a warning and the count from the CPUs instead. It sets
+``TF_NUM_INTRAOP_THREADS`` and ``TF_NUM_INTEROP_THREADS`` (values already set are kept).
+TensorFlow reads both when it runs its first operation and makes its pools, so they work even
+when TensorFlow was imported first, as long as nothing has run; after that the pools are made
+and stay as they are.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
@@ -139,6 +142,18 @@ def apply_thread_count(
     count = None
     for name in TENSORFLOW_VARIABLES:
         if name not in environ:
-            count = thread_count(environ, root, membership) if count is None else count
+            count = _count_or_warn(environ, root, membership) if count is None else count
             environ[name] = str(count)
     return {name: environ[name] for name in TENSORFLOW_VARIABLES}
+
+
+def _count_or_warn(environ: Mapping[str, str], root: Path, membership: Path) -> int:
+    """``thread_count``, or, when ``GRADIENT_CLINIC_THREADS`` is malformed, a warning that
+    says so and the count from the CPUs (as if it were unset)."""
+    try:
+        return thread_count(environ, root, membership)
+    except ValueError as error:
+        unset = {k: v for k, v in environ.items() if k != THREADS_VARIABLE}
+        count = thread_count(unset, root, membership)
+        warnings.warn(f"{error} Using {count} for now.", RuntimeWarning, stacklevel=3)
+        return count
