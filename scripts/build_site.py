@@ -1,6 +1,6 @@
 """Build the course as a static website from the notebooks' stored outputs (nothing runs):
 
-    python scripts/build_site.py          # into site/_build/html
+    python -m scripts.build_site         # into site/_build/html
     python -m http.server -d site/_build/html 8000   # then open http://localhost:8000
 
 Sphinx with MyST-NB and the book theme (``site/conf.py``), offline. The pages are staged in
@@ -21,8 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import lint_course  # noqa: E402  (what a prompt's run is: one definition, the lint's)
+from scripts import lint_course  # what a prompt's run is: one definition, the lint's
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "site"

@@ -55,7 +55,7 @@ LINTS = (
     ["ruff", "check", "."],
     ["ruff", "format", "--check", "."],
     ["lint-imports"],
-    [sys.executable, "scripts/lint_course.py"],
+    [sys.executable, "-m", "scripts.lint_course"],
 )
 
 
@@ -410,27 +410,27 @@ def main(argv: Sequence[str]) -> int:
             args.remove("--stored")
             start = "notebooks/00_start_here.ipynb"
             return run("jupyter", "lab", f"--ServerApp.root_dir={ROOT}", start, *args)
-        if status := run(sys.executable, "scripts/workspace.py", "sync"):
+        if status := run(sys.executable, "-m", "scripts.workspace", "sync"):
             return status
         workspace = ROOT / "workspace"
         start = workspace / "00_start_here.ipynb"
         return run("jupyter", "lab", f"--ServerApp.root_dir={workspace}", start, *args)
     if command == "reset":
         setup(COURSE_LOCK)
-        return run(sys.executable, "scripts/workspace.py", "reset", *args)
+        return run(sys.executable, "-m", "scripts.workspace", "reset", *args)
     if command == "test":
         return test(args)
     if command == "portability":
         return portability(args)
     if command == "regenerate":  # nbclient and nbconvert are in the course lock
         setup(COURSE_LOCK)
-        return run(sys.executable, "scripts/regenerate_outputs.py", *args)
+        return run(sys.executable, "-m", "scripts.regenerate_outputs", *args)
     if command == "student":
         setup(COURSE_LOCK)
-        return run(sys.executable, "scripts/make_student_edition.py", *args)
+        return run(sys.executable, "-m", "scripts.make_student_edition", *args)
     if command == "nbgrader":  # writing needs nbformat only; grading needs nbgrader itself
         setup(INSTRUCTOR_LOCK)
-        return run(sys.executable, "scripts/nbgrader_course.py", *args)
+        return run(sys.executable, "-m", "scripts.nbgrader_course", *args)
     if command == "contributor":
         setup(DEV_LOCK)
         return contributor()
@@ -439,7 +439,7 @@ def main(argv: Sequence[str]) -> int:
         return lint()
     if command == "site":
         setup(DEV_LOCK)
-        return run(sys.executable, "scripts/build_site.py")
+        return run(sys.executable, "-m", "scripts.build_site")
     if command == "lock":
         return lock()
     print(__doc__.split("\n\n")[1])

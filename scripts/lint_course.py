@@ -1,8 +1,8 @@
 """The course's conventions (CONTRIBUTING.md, "Conventions"), checked in one run that reports
 every violation at once, in the spirit of ``tensorflow_docs``' nblint:
 
-    python scripts/lint_course.py                 # every notebook, README.md and INSTRUCTORS.md
-    python scripts/lint_course.py --write-limits  # size limits HEADROOM above today's sizes
+    python -m scripts.lint_course                 # every notebook, README.md and INSTRUCTORS.md
+    python -m scripts.lint_course --write-limits  # size limits HEADROOM above today's sizes
 
 Structure blocks: the opening says what the notebook covers, needs and takes; Predict prompts
 come before their runs and their answers after them, collapsed; proofs sit in collapsed
@@ -26,14 +26,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import notebook_minutes as minutes  # noqa: E402
+from scripts import notebook_minutes as minutes
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # The size limits (visible code lines, prose words, minutes), per notebook: a guide, not a gate.
 # They sit HEADROOM above the sizes measured when they were set, written by
-# ``python scripts/lint_course.py --write-limits`` (never by hand) into SIZE_LIMITS; crossing
+# ``python -m scripts.lint_course --write-limits`` (never by hand) into SIZE_LIMITS; crossing
 # one is a warning in the lint's report, and a notebook that grew on purpose gets new limits
 # from the tool in the same commit.
 SIZE_LIMITS = Path(__file__).resolve().with_name("size_limits.json")
@@ -600,7 +599,7 @@ def write_size_limits(
 def size_warnings(path: Path, limits: dict[str, tuple[int, int, int]]) -> Iterator[str]:
     """Where a notebook is above its size limits: worth a look, not a failure."""
     if path.stem not in limits:
-        yield "no size limits (python scripts/lint_course.py --write-limits)"
+        yield "no size limits (python -m scripts.lint_course --write-limits)"
         return
     names = ("visible code lines", "words of prose", "minutes")
     for name, size, limit in zip(names, notebook_sizes(path), limits[path.stem], strict=True):

@@ -35,9 +35,8 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import make_student_edition as edition  # noqa: E402
-import notebook_minutes as minutes  # noqa: E402
+from scripts import make_student_edition as edition
+from scripts import notebook_minutes as minutes
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_ID = "gradient-clinic"

@@ -1,8 +1,8 @@
 """Re-execute notebooks in place so their stored outputs are what the code prints today.
 
-    python scripts/regenerate_outputs.py                      # every notebook, in order
-    python scripts/regenerate_outputs.py notebooks/02_*.ipynb # just these
-    python scripts/regenerate_outputs.py --retime ...         # and store new timings
+    python -m scripts.regenerate_outputs                    # every notebook, in order
+    python -m scripts.regenerate_outputs notebooks/02_*.ipynb # just these
+    python -m scripts.regenerate_outputs --retime ...       # and store new timings
 
 Run it in the course environment after any change to helpers/ or a notebook, then run the
 test command: nbval compares the fresh run against what this stored. It then writes each
@@ -32,9 +32,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
+from scripts import notebook_minutes
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import notebook_minutes  # noqa: E402  (beside this script)
 
 TIMING_TAG = "nbval-ignore-output"
 

@@ -35,8 +35,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import make_student_edition as edition  # noqa: E402
+from scripts import make_student_edition as edition
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = "workspace"  # under the course's root; /workspace/ is in .gitignore

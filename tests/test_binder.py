@@ -75,7 +75,7 @@ def test_runtime_txt_names_the_python_whose_outputs_ci_proves():
 def test_post_build_makes_the_learners_workspace():
     post_build = ROOT / "postBuild"
     assert os.access(post_build, os.X_OK)
-    assert "scripts/workspace.py sync" in post_build.read_text()
+    assert "python -m scripts.workspace sync" in post_build.read_text()
 
 
 def test_requirements_txt_is_the_hashed_course_lock():

@@ -3,7 +3,6 @@ the masked loss's voiced term."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from helpers import capstone
@@ -15,11 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_training_script_reproduces_weights_on_a_tiny_configuration():
-    spec = importlib.util.spec_from_file_location(
-        "train_capstone", ROOT / "scripts" / "train_capstone.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    from scripts import train_capstone as script
+
     # the shipped recipe's code path (extra utterances, several noise instances, the decay),
     # shrunk: two steps, two batches of one utterance, two noise instances per family
     tiny = {"steps": 2, "clips": 1, "extra_utterances": 1, "noise_instances": 2}

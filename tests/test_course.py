@@ -4,17 +4,14 @@ problem (and the README quotes), which passes ``portability`` runs, and that ``l
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
+from scripts import course
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("course", ROOT / "scripts" / "course.py")
-course = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = course
-_spec.loader.exec_module(course)
 
 
 @pytest.mark.parametrize("version", [(3, 11, 7), (3, 12, 0), (3, 13, 1)])

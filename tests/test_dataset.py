@@ -1,7 +1,6 @@
 """data/ and helpers.audio.clips: the manifest, every clip and the real clip, and the pieces of
 clips the notebooks train on (crop, excerpt, make_example, batch_of, noisy_crops)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -45,9 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_make_data_reproduces_every_file_bit_for_bit(tmp_path):
     # In this process (not a subprocess) so TensorFlow and pyin's JIT are paid for once.
-    spec = importlib.util.spec_from_file_location("make_data", ROOT / "scripts" / "make_data.py")
-    make_data = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_data)
+    from scripts import make_data
+
     rebuilt = make_data.build(tmp_path, DATA_DIR / "cmu_arctic")
     committed = json.loads((DATA_DIR / "manifest.json").read_text())
     assert make_data.manifest_text(rebuilt) == make_data.manifest_text(committed)

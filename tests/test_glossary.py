@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_lint_course import _markdown, lint
+from scripts import lint_course as lint
 
 REPO = Path(__file__).resolve().parents[1]
 GLOSSARY = (REPO / "GLOSSARY.md").read_text(encoding="utf-8")
@@ -20,7 +20,7 @@ def test_every_entry_is_read():
 
 def test_the_glossary_rule_finds_a_term_used_before_its_first_in(tmp_path):
     for number, text in (("00", "Nothing yet."), ("01", "A `GRU` cell,\nits Hidden state.")):
-        notebook = {"cells": [_markdown(text)]}
+        notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": text}]}
         (tmp_path / f"{number}_x.ipynb").write_text(json.dumps(notebook))
     notebooks = sorted(tmp_path.glob("*.ipynb"))
     right = "### hidden state\nWhat a GRU carries\nfrom step to step. *First in 01.*\n"

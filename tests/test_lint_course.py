@@ -3,18 +3,16 @@ departures it is for, on small synthetic cells, and the run reports every violat
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
+from scripts import lint_course as lint
+from scripts import notebook_minutes as minutes
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("lint_course", ROOT / "scripts" / "lint_course.py")
-lint = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = lint
-_spec.loader.exec_module(lint)
+
 CODE_BOX = lint.CODE_BOX
 opening_problems, exercise_heading, checker_label = (
     lint.opening_problems,
@@ -375,7 +373,7 @@ def test_a_sentence_in_00_and_a_cell_in_02_fail_no_check(tmp_path):
         },
     )
     fix.write_text(json.dumps(notebook))
-    lint.minutes.write(tmp_path)
+    minutes.write(tmp_path)
     assert lint.lint_course(tmp_path) == []  # INSTRUCTORS.md's plan included
     assert lint.course_report(tmp_path) == []
     step_2 = next(
@@ -383,7 +381,7 @@ def test_a_sentence_in_00_and_a_cell_in_02_fail_no_check(tmp_path):
     )  # the words go to a part taught live, so the plan's homework stays as it is
     notebook["cells"].insert(step_2, {**_markdown("word " * 400), "id": "long"})
     fix.write_text(json.dumps(notebook))
-    lint.minutes.write(tmp_path)
+    minutes.write(tmp_path)
     assert lint.lint_course(tmp_path) == []
     (note,) = lint.course_report(tmp_path)
     assert note[0] == fix.name and "words of prose, above its limit of" in note[1]

@@ -5,20 +5,14 @@ each exercise at the minutes INSTRUCTORS.md gives it. Nothing is executed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from scripts import notebook_minutes as minutes
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "notebook_minutes", ROOT / "scripts" / "notebook_minutes.py"
-)
-minutes = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = minutes  # dataclasses look their module up there
-_spec.loader.exec_module(minutes)
 
 
 def _notebook(tmp_path: Path, cells: list[dict]) -> Path:

@@ -10,7 +10,6 @@ submission runs the assignment's checkers once, nothing of the lessons).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -21,13 +20,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from scripts import nbgrader_course as course
+from scripts import notebook_minutes as minutes
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "nbgrader_course", ROOT / "scripts" / "nbgrader_course.py"
-)
-course = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(course)
-minutes = course.minutes
 
 # A near miss per assignment: (exercise, its function as a learner writes it).
 NEAR_MISSES = {

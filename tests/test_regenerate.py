@@ -5,7 +5,6 @@ order the notebook shows them, so re-running an unchanged notebook changes no by
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import uuid
 from pathlib import Path
@@ -13,12 +12,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from scripts import regenerate_outputs as regenerate
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "regenerate_outputs", ROOT / "scripts" / "regenerate_outputs.py"
-)
-regenerate = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(regenerate)
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 

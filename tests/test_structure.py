@@ -73,13 +73,8 @@ def test_code_a_notebook_shows_is_the_helpers_code(notebook, target, shown):
 def test_the_regeneration_copies_what_the_check_compares(tmp_path):
     """A ``source_of`` cell is refreshed by scripts/regenerate_outputs.py with exactly the
     text the test above compares, for every cell that has one and for a helper none shows."""
-    import importlib.util
+    from scripts import regenerate_outputs as regenerate
 
-    spec = importlib.util.spec_from_file_location(
-        "regenerate_outputs", HELPERS.parent / "scripts" / "regenerate_outputs.py"
-    )
-    regenerate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(regenerate)
     shown = shown_sources()
     assert shown, "no notebook shows a helper's code: the test above checks nothing"
     for target in [t for _, t, _ in shown] + ["helpers.course.reproducibility:versions"]:

@@ -38,7 +38,6 @@ and the student notebooks must then be executed here in full.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
 import subprocess
@@ -50,12 +49,9 @@ import pytest
 from nbclient import NotebookClient
 from nbval.plugin import find_comment_markers, find_metadata_tags
 
+from scripts import make_student_edition as edition
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "make_student_edition", ROOT / "scripts" / "make_student_edition.py"
-)
-edition = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(edition)
 
 NOTEBOOKS = edition.course_notebooks(ROOT)
 IDS = [p.stem for p in NOTEBOOKS]

@@ -8,7 +8,6 @@ the course as an update would."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -18,21 +17,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from scripts import course, workspace
+from scripts import make_student_edition as edition
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "scripts"
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-workspace = _load("workspace")
-course = _load("course")
-edition = _load("make_student_edition")
 
 SOLUTION = (
     "<details>\n<summary>Show a solution</summary>\n\n```python\nanswer = 42\n```\n\n</details>"
@@ -252,7 +241,7 @@ def test_lab_opens_the_workspace_and_lab_stored_the_courses_notebooks(monkeypatc
     monkeypatch.setattr(course, "run", lambda *command, **kw: ran.append(command) or 0)
     assert course.main(["lab"]) == 0
     sync, lab = ran
-    assert sync[1:] == ("scripts/workspace.py", "sync")
+    assert sync[1:] == ("-m", "scripts.workspace", "sync")
     assert f"--ServerApp.root_dir={course.ROOT / 'workspace'}" in lab
     assert course.ROOT / "workspace" / "00_start_here.ipynb" in lab
     ran.clear()
@@ -262,7 +251,7 @@ def test_lab_opens_the_workspace_and_lab_stored_the_courses_notebooks(monkeypatc
     assert lab[-2:] == ("notebooks/00_start_here.ipynb", "--no-browser")
     ran.clear()
     assert course.main(["reset", "01", "--yes"]) == 0
-    assert ran == [(sys.executable, "scripts/workspace.py", "reset", "01", "--yes")]
+    assert ran == [(sys.executable, "-m", "scripts.workspace", "reset", "01", "--yes")]
 
 
 def test_a_learner_who_takes_the_offered_version_in_is_not_offered_it_again(root):

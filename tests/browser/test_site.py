@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import importlib.util
 import json
 import threading
 from pathlib import Path
@@ -18,12 +17,10 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 from browser_support import REPO, screenshot
 
+from scripts import build_site
+
 CHAPTERS = [p.stem for p in sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
 PAGES = ["index", *CHAPTERS, "glossary"]
-
-_spec = importlib.util.spec_from_file_location("build_site", REPO / "scripts" / "build_site.py")
-build_site = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_site)
 
 
 @pytest.fixture(scope="module")
