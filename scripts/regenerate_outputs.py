@@ -6,7 +6,8 @@
 
 Run it in the course environment after any change to helpers/ or a notebook, then run the
 test command: nbval compares the fresh run against what this stored. It then writes each
-notebook's measured minutes into its Time line and the README (``notebook_minutes --write``).
+notebook's measured minutes into its Time line and the README (``notebook_minutes --write``),
+and the course's figures by name into notebooks/figures.json (``scripts/figures.py``).
 Cells tagged ``raises-exception`` are expected to fail; any other error stops the script.
 
 What it stores is a function of the code alone, so re-running an unchanged notebook changes
@@ -32,7 +33,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
-from scripts import notebook_minutes
+from scripts import figures, notebook_minutes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -186,6 +187,8 @@ def main(argv: list[str]) -> int:
         print(f"{path.name}: {seconds:.0f} s")
     for change in notebook_minutes.write(ROOT):  # the Time lines and the README's minutes
         print(f"updated {change}")
+    if figures.write(ROOT):  # the course's figures by name, which the docs quote
+        print(f"updated {figures.FIGURES_FILE.relative_to(ROOT)}")
     return 0
 
 
