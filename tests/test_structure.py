@@ -82,3 +82,18 @@ def test_the_regeneration_copies_what_the_check_compares(tmp_path):
         actual = inspect.getsource(getattr(importlib.import_module(module), name)).rstrip("\n")
         copied = regenerate.shown_source(target)
         assert copied.removeprefix("```python\n").removesuffix("\n```") == actual
+
+
+def test_the_developers_guide_names_every_script_and_the_readme_none():
+    """CONTRIBUTING.md's layout lists every module of scripts/; the README, for learners,
+    lists none (a list there drifted)."""
+    root = HELPERS.parent
+    scripts = sorted(p.stem for p in (root / "scripts").glob("*.py") if p.stem != "__init__")
+    row = next(
+        line
+        for line in (root / "CONTRIBUTING.md").read_text().splitlines()
+        if line.startswith("| `scripts/` |")
+    )
+    assert [name for name in scripts if f"`{name}`" not in row] == []
+    readme = (root / "README.md").read_text()
+    assert [name for name in scripts if f"{name}.py" in readme and name != "course"] == []

@@ -1,6 +1,7 @@
-"""Every picture of the course: gradient reports (per-variable norms, before/after panels,
-norms over training), how far back through time a gradient reaches, the spectrogram of a
-clip with its per-frame labels, and the locator's picture of a gradient path.
+"""The pictures of gradients and clips: gradient reports (per-variable norms, before/after
+panels, norms over training), how far back through time a gradient reaches, the spectrogram
+of a clip with its per-frame labels, and the locator's picture of a gradient path. (The
+capstone's margins are drawn beside their statistics, ``helpers.capstone.plot_margin_rows``.)
 
 A None gradient, a zero gradient and a NaN gradient must never look like a small norm, and
 never like each other. On the log-scale bar plot a healthy gradient is a bar; the other three
