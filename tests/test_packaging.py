@@ -59,6 +59,26 @@ def test_a_tensorflow_subpackage_imports_it_without_its_start_up_log():
     assert result.stdout.strip() == "2"  # 3 would hide TensorFlow's errors too
 
 
+def test_the_stderr_filter_drops_the_harmless_line_and_keeps_real_errors():
+    """What a kernel's TensorFlow log goes through: the known harmless line is dropped, every
+    other line passes, in order, and nothing is lost when it closes."""
+    result = run_python("""
+        import os
+        from helpers.course.quiet_tensorflow import StderrFilter
+        stderr = StderrFilter()
+        os.write(2, b"E0000 00:00:1.0 1 node_def_util.cc:682] NodeDef mentions attribute "
+                    b"use_unbounded_threadpool which is not in the op definition\\n")
+        os.write(2, b"E0000 a real error\\nW0000 a warn")
+        os.write(2, b"ing\\nno newline at the end")
+        stderr.close()
+        os.write(2, b"; after close\\n")
+    """)
+    assert result.returncode == 0
+    assert (
+        result.stderr == "E0000 a real error\nW0000 a warning\nno newline at the end; after close\n"
+    )
+
+
 def tracked_files(root: Path = ROOT) -> list[str]:
     """The files git tracks in ``root`` that are there now (a deleted one is not)."""
     listed = subprocess.run(
@@ -204,3 +224,4 @@ def test_the_wheel_imports_every_subpackage_and_finds_the_data(wheel_install, tm
         "(16000,) True",
         "True (320000,)",
     ]
+
