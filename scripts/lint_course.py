@@ -37,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # from the tool in the same commit.
 SIZE_LIMITS = Path(__file__).resolve().with_name("size_limits.json")
 HEADROOM = 1.12
+# The stored notebooks together weigh at most this much (a figure's colours, no audio bytes and
+# the widget state a view needs: scripts/regenerate_outputs.py); above it, a warning.
+NOTEBOOKS_BYTES = 1_000_000
 # The whole course, each notebook at a learner's own speed, fits this many minutes: this
 # measure blocks (each class session's plan, with its slack, is checked in plan_problems).
 COURSE_MINUTES = 6 * 60
@@ -684,6 +687,9 @@ def course_report(root: Path = ROOT) -> list[Violation]:
         for path in _notebooks(root)
         for note in (*size_warnings(path, limits), *prose_notes(path, readme, instructors))
     ]
+    weight = sum(path.stat().st_size for path in (root / "notebooks").glob("*.ipynb"))
+    if weight > NOTEBOOKS_BYTES:
+        found.append(("notebooks", f"{weight:,} bytes stored, above {NOTEBOOKS_BYTES:,}"))
     for text, allowed in SHOWN_ONCE.items():
         showing = [
             p.stem

@@ -24,6 +24,7 @@ import hashlib
 import importlib
 import inspect
 import os
+import re
 import sys
 import sysconfig
 import time
@@ -68,6 +69,7 @@ def regenerate(path: Path, retime: bool = False) -> float:
     notebook, _ = CoalesceStreamsPreprocessor().preprocess(notebook, {})
     keep_timings(notebook, timings)
     stable_widget_ids(notebook, path.stem)
+    lighten(notebook)
     nbformat.write(notebook, path)
     return elapsed
 
@@ -113,6 +115,50 @@ def keep_timings(notebook, timings: dict[tuple[str, str], list]) -> None:
         kept = timings.get((cell.get("id", ""), cell.source))
         if kept is not None and not any(o.output_type == "error" for o in cell.outputs):
             cell.outputs = kept
+
+
+# An audio player's bytes are not stored: nbval does not compare them (tests/nbval_sanitize.cfg
+# replaces them by this same token in the run it compares), a notebook prints and asserts what
+# it claims about the sound (the SNR beside a player), and a learner's own run plays it.
+AUDIO_BYTES = re.compile(r"(data:audio/[-+.\w]+;base64,)[A-Za-z0-9+/=\n]+")
+AUDIO_TOKEN = r"\1<audio bytes, not compared>"
+# A figure is stored with at most this many colours: a plot reads the same, at a third of the
+# bytes of matplotlib's full-colour PNG.
+PNG_COLOURS = 128
+
+
+def lighten(notebook) -> None:
+    """Store less of what nbval does not compare: no audio bytes, figures in a palette of
+    ``PNG_COLOURS`` colours, and widget models without the keys a view takes as unset."""
+    state = notebook.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    outputs = [o for cell in notebook.cells for o in cell.get("outputs", [])]
+    outputs += [o for model in state.values() for o in model["state"].get("outputs", [])]
+    for output in outputs:
+        data = output.get("data", {})
+        if "image/png" in data:
+            data["image/png"] = small_png(data["image/png"])
+        if "text/html" in data:
+            html = data["text/html"]
+            html = "".join(html) if isinstance(html, list) else html
+            data["text/html"] = AUDIO_BYTES.sub(AUDIO_TOKEN, html)
+    for model in state.values():
+        if model.get("model_name") == "LayoutModel":
+            model["state"] = {k: v for k, v in model["state"].items() if v is not None}
+
+
+def small_png(encoded: str) -> str:
+    """A base64 PNG again, in a palette of ``PNG_COLOURS`` colours (no dithering: the same
+    bytes from the same image)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(base64.b64decode(encoded))).convert("RGB")
+    palette = image.quantize(PNG_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    buffer = io.BytesIO()
+    palette.save(buffer, format="png", optimize=True)
+    return base64.b64encode(buffer.getvalue()).decode("ascii") + "\n"
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

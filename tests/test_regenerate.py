@@ -74,6 +74,68 @@ def test_the_stored_notebooks_are_stored_as_the_regeneration_stores_them(path):
     again = copy.deepcopy(notebook)
     regenerate.stable_widget_ids(again, path.stem)
     assert json.dumps(again, sort_keys=True) == json.dumps(notebook, sort_keys=True)
+    assert not regenerate.AUDIO_BYTES.search(path.read_text()), "audio bytes are stored"
+
+
+def test_lighten_drops_audio_bytes_figures_colours_and_unset_layout_keys():
+    import base64
+    import io
+
+    import matplotlib
+    from IPython.display import Audio
+    from PIL import Image
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(4, 3))
+    axes.imshow([[i * j for i in range(50)] for j in range(40)])  # many colours
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    player = Audio([0.0, 0.5, -0.5, 0.25], rate=8000)._repr_html_()
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            outputs=[
+                nbformat.v4.new_output("display_data", {"image/png": png}),
+                nbformat.v4.new_output("display_data", {"text/html": f"<p>5.0 dB</p>{player}"}),
+            ]
+        )
+    ]
+    layout = {"model_name": "LayoutModel", "state": {"width": "auto", "height": None}}
+    output = {"model_name": "OutputModel", "state": {"outputs": [{"data": {"image/png": png}}]}}
+    notebook.metadata["widgets"] = {regenerate.WIDGET_STATE: {"state": {"l": layout, "o": output}}}
+    regenerate.lighten(notebook)
+    state = notebook.metadata["widgets"][regenerate.WIDGET_STATE]["state"]
+    layout, output = state["l"], state["o"]
+    shown, played = (o["data"] for o in notebook.cells[0].outputs)
+    assert played["text/html"].startswith("<p>5.0 dB</p>")  # what nbval compares stays
+    assert "<audio" in played["text/html"] and not regenerate.AUDIO_BYTES.search(
+        played["text/html"]
+    )
+    small = base64.b64decode(shown["image/png"])
+    assert len(small) < len(buffer.getvalue()) / 2
+    image = Image.open(io.BytesIO(small))
+    assert image.mode == "P" and image.size == Image.open(buffer).size
+    assert len(image.getcolors()) <= regenerate.PNG_COLOURS
+    assert output["state"]["outputs"][0]["data"]["image/png"] == shown["image/png"]
+    assert layout["state"] == {"width": "auto"}
+    again = copy.deepcopy(notebook)
+    regenerate.lighten(again)  # the same bytes from the same figure
+    assert again.cells[0].outputs[1] == notebook.cells[0].outputs[1]
+
+
+def test_the_sanitizer_hides_the_audio_bytes_the_regeneration_leaves_out():
+    """Stored (no bytes) and a fresh run (bytes, sanitized) compare equal under nbval."""
+    lines = (ROOT / "tests" / "nbval_sanitize.cfg").read_text().splitlines()
+    pairs = [
+        (line.removeprefix("regex: "), lines[i + 1].removeprefix("replace: "))
+        for i, line in enumerate(lines)
+        if line.startswith("regex: ")
+    ]
+    assert pairs == [(regenerate.AUDIO_BYTES.pattern, regenerate.AUDIO_TOKEN)]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
