@@ -30,6 +30,7 @@ them when it runs its first operation. A malformed ``GRADIENT_CLINIC_THREADS`` g
 and the count from the CPUs.
 """
 
+import importlib.metadata as _metadata
 import os as _os
 import sys as _sys
 
@@ -49,4 +50,8 @@ from helpers.course.threads import apply_thread_count as _apply_thread_count  # 
 
 _apply_thread_count()
 
-__version__ = "0.1.0"
+# The version is pyproject.toml's, read from the installed package's metadata (one place).
+try:
+    __version__ = _metadata.version("gradient-clinic")
+except _metadata.PackageNotFoundError:  # a checkout on sys.path that was never installed
+    __version__ = "unknown"

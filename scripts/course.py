@@ -11,14 +11,15 @@
     ./course.sh portability   every notebook under strict nbval as on an older x86-64 CPU, on
                               one thread and on eight threads
     ./course.sh lint          ruff check, ruff format --check, lint-imports and the course's
-                              conventions (scripts/lint_course.py), all of them every time
+                              conventions (scripts/lint_course.py), all of them every time,
+                              in a small environment of their own (the lint lock, beside .venv)
     ./course.sh regenerate    re-execute the notebooks' stored outputs (all, or those named)
     ./course.sh student [DIR] write the student edition (default student/)
     ./course.sh site          build the course as a static website into site/_build/html
     ./course.sh nbgrader [DIR] write an nbgrader course folder (default nbgrader/): one
                               assignment per class session, from the homework exercises
-    ./course.sh lock          re-lock requirements.txt, requirements-instructor.txt and
-                              requirements-dev.txt with uv
+    ./course.sh lock          re-lock requirements.txt, requirements-instructor.txt,
+                              requirements-dev.txt and requirements-lint.txt with uv
     ./course.sh contributor   install the dev lock and make git diff and merge notebooks as
                               cells (nbdime's drivers, for this clone)
 
@@ -43,6 +44,8 @@ VENV = Path(sys.prefix)  # course.sh runs this file with the environment's own P
 COURSE_LOCK = ROOT / "requirements.txt"  # what the course needs to run
 DEV_LOCK = ROOT / "requirements-dev.txt"  # the course plus the test and authoring stack
 INSTRUCTOR_LOCK = ROOT / "requirements-instructor.txt"  # the course plus nbgrader
+LINT_LOCK = ROOT / "requirements-lint.txt"  # ruff and import-linter alone, at the dev versions
+LINT_VENV = VENV.with_name(f"{VENV.name}-lint")  # ./course.sh lint's own environment
 PIP = "pip==26.3"  # the pip that installs the locks (locked with them, hashes included)
 NEED_GB = 4  # the environment takes about 3 GB; pip needs about 1 GB more while it installs
 WIDGETS_EXTENSION = "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager"
@@ -55,7 +58,7 @@ LINTS = (
     ["ruff", "check", "."],
     ["ruff", "format", "--check", "."],
     ["lint-imports"],
-    [sys.executable, "-m", "scripts.lint_course"],
+    ["python", "-m", "scripts.lint_course"],  # the standard library only
 )
 
 
@@ -259,9 +262,12 @@ def run(*command: str | Path, env: dict[str, str] | None = None, stdin: str | No
     return subprocess.run(command, cwd=ROOT, env=environment, input=stdin, text=True).returncode
 
 
-def lint() -> int:
-    """Every lint, all of them even when one fails; non-zero if any failed."""
-    failed = [" ".join(map(str, command)) for command in LINTS if run(*command) != 0]
+def lint(bin_dir: Path = VENV / "bin") -> int:
+    """Every lint, with the programs of ``bin_dir``, all of them even when one fails; non-zero
+    if any failed."""
+    failed = [
+        " ".join(command) for command in LINTS if run(bin_dir / command[0], *command[1:]) != 0
+    ]
     for command in failed:
         print(f"== lint FAILED: {command}")
     return 1 if failed else 0
@@ -273,6 +279,22 @@ def test(args: Sequence[str]) -> int:
     linted = lint()
     tested = run(sys.executable, "-m", "pytest", *WORKERS, *NBVAL, "--durations=15", *args)
     return linted or tested
+
+
+def lint_setup(venv: Path = LINT_VENV) -> Path:
+    """The lint environment (made and given the lint lock, hashes required, once per change):
+    its bin folder. No TensorFlow: the lints read the code, they do not import it."""
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    stamp = venv / f".installed-{LINT_LOCK.name}"
+    if not stamp.is_file() or stamp.read_text() != _fingerprint(LINT_LOCK):
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "install",
+             "--quiet", "--require-hashes", "--no-deps", "-r", str(LINT_LOCK)],
+            check=True,
+        )  # fmt: skip
+        stamp.write_text(_fingerprint(LINT_LOCK))
+    return venv / "bin"
 
 
 def avx512_features() -> str:
@@ -336,10 +358,13 @@ def portability(args: Sequence[str]) -> int:
 
 
 def lock() -> int:
-    """The three locks with uv, hashes included, for Python 3.11 to 3.13 on every platform
+    """The four locks with uv, hashes included, for Python 3.11 to 3.13 on every platform
     (``--universal``). uv keeps the versions a lock already has where they still fit; the
-    instructor lock keeps the course lock's versions (``-c``), the dev lock both others'. The
-    stored outputs are made with the course lock."""
+    instructor lock keeps the course lock's versions (``-c``), the dev lock both others', the
+    lint lock (the ``lint`` extra alone) the dev lock's. The stored outputs are made with the
+    course lock."""
+    import tomllib
+
     compile_ = [
         "uv",
         "pip",
@@ -359,7 +384,10 @@ def lock() -> int:
     ):
         if status := run(*compile_, *extra, "-o", output.name, stdin=PIP):
             return status
-    return 0
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lints = "\n".join([*project["optional-dependencies"]["lint"], PIP])
+    linted = [c for c in compile_ if c != "pyproject.toml"]
+    return run(*linted, "-c", DEV_LOCK.name, "-o", LINT_LOCK.name, stdin=lints)
 
 
 def nbdime_settings(bin_dir: Path = VENV / "bin") -> list[tuple[str, str]]:
@@ -435,8 +463,7 @@ def main(argv: Sequence[str]) -> int:
         setup(DEV_LOCK)
         return contributor()
     if command == "lint":
-        setup(DEV_LOCK)
-        return lint()
+        return lint(lint_setup())
     if command == "site":
         setup(DEV_LOCK)
         return run(sys.executable, "-m", "scripts.build_site")

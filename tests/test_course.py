@@ -4,6 +4,7 @@ problem (and the README quotes), which passes ``portability`` runs, and that ``l
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -124,12 +125,26 @@ def test_lint_runs_every_lint_and_fails_if_any_fails(monkeypatch, capsys):
 
     def run(*command, env=None):
         ran.append(command)
-        return 1 if command[:2] == ("ruff", "check") else 0
+        return 1 if (Path(command[0]).name, *command[1:2]) == ("ruff", "check") else 0
 
     monkeypatch.setattr(course, "run", run)
-    assert course.lint() == 1
-    assert [c[0] for c in ran] == ["ruff", "ruff", "lint-imports", sys.executable]
+    assert course.lint(Path("/lint/bin")) == 1  # the lint environment's programs
+    assert [str(c[0]) for c in ran] == [
+        "/lint/bin/ruff",
+        "/lint/bin/ruff",
+        "/lint/bin/lint-imports",
+        "/lint/bin/python",
+    ]
     assert "lint FAILED: ruff check ." in capsys.readouterr().out
+
+
+def test_the_lint_command_uses_its_own_small_environment(monkeypatch):
+    linted = []
+    monkeypatch.setattr(course, "setup", lambda lock: linted.append(lock))  # never the dev lock
+    monkeypatch.setattr(course, "lint_setup", lambda: Path("/lint/bin"))
+    monkeypatch.setattr(course, "lint", lambda bin_dir=None: linted.append(bin_dir) or 0)
+    assert course.main(["lint"]) == 0
+    assert linted == [Path("/lint/bin")]
 
 
 def test_test_runs_pytest_after_a_failed_lint_and_fails(monkeypatch):
@@ -237,3 +252,20 @@ def test_a_failing_run_ends_by_naming_its_failures(tmp_path):
     assert result.returncode == 1
     last = result.stdout.strip().splitlines()[-2:]
     assert last[0].startswith("FAILED test_red.py::test_red"), result.stdout[-600:]
+
+
+def test_ci_reads_pips_pin_with_every_hash_line(tmp_path):
+    """.ci/run installs the locked pip from its entry in requirements.txt: the pin line and
+    all its hash lines, however many, and nothing after them."""
+    line = next(
+        text for text in (ROOT / ".ci" / "run").read_text().splitlines() if "'/^pip==/" in text
+    )
+    command = line.split(" > ", 1)[0].replace("requirements.txt", str(tmp_path / "lock.txt"))
+    entry = "pip==26.3 \\\n" + "".join(f"    --hash=sha256:{c * 64} \\\n" for c in "abc")
+    entry += "    --hash=sha256:" + "d" * 64 + "\n"
+    (tmp_path / "lock.txt").write_text(
+        "absl-py==2.5.1 \\\n    --hash=sha256:" + "e" * 64 + "\n" + entry
+        + "    # via -r -\nsetuptools==84.2.1 \\\n    --hash=sha256:" + "f" * 64 + "\n"
+    )  # fmt: skip
+    printed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True)
+    assert printed.stdout == entry

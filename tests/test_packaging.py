@@ -225,3 +225,18 @@ def test_the_wheel_imports_every_subpackage_and_finds_the_data(wheel_install, tm
         "True (320000,)",
     ]
 
+
+def test_one_version_named_by_the_changelog():
+    """pyproject.toml holds the version; helpers reads it from the installed metadata, and
+    CHANGELOG.md's newest section is that release."""
+    import importlib.metadata
+    import re
+    import tomllib
+
+    import helpers
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert helpers.__version__ == importlib.metadata.version("gradient-clinic") == version
+    sections = re.findall(r"^## (\d+\.\d+\.\d+)$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert sections and sections[0] == version, f"CHANGELOG.md's newest section is {sections[:1]}"
+    assert "__version__ = " not in (ROOT / "helpers" / "__init__.py").read_text()

@@ -142,6 +142,24 @@ def test_the_locks_hold_what_pyproject_asks_for():
     assert "nbgrader" not in course, "nbgrader is the instructor's, not the learners'"
 
 
+def test_the_lint_lock_is_the_lint_extra_alone_at_the_dev_versions():
+    """./course.sh lint's environment: ruff and import-linter as pyproject.toml asks, at the
+    versions the dev lock has, hashes included, and no TensorFlow."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lint, dev = _all_pins("requirements-lint.txt"), _all_pins("requirements-dev.txt")
+    for text in project["optional-dependencies"]["lint"]:
+        requirement = Requirement(text)
+        assert requirement.specifier.contains(lint[requirement.name]), text
+        assert text in project["optional-dependencies"]["dev"]  # the same pins as in dev
+    assert {name: dev[name] for name in lint} == lint
+    assert "tensorflow" not in lint and "pip" in lint
+    assert all("--hash=sha256:" in line for line in _entries("requirements-lint.txt"))
+
+
 def _entries(lock: str) -> list[str]:
     """One string per pinned package of a lock, with its hash lines."""
     import re
