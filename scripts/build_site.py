@@ -42,6 +42,12 @@ def landing_page(readme: str, chapters: list[str]) -> str:
     return text.rstrip() + "\n" + toctree
 
 
+# A player the regeneration stored without its bytes: the page says so instead of showing a
+# player that plays nothing.
+SILENT_PLAYER = re.compile(
+    r"<audio\b[^>]*>\s*<source src=\"data:audio/[^\"]*<audio bytes[^>]*>.*?</audio>", re.S
+)
+SILENT_NOTE = "<p><em>A sound: run the notebook to hear it.</em></p>"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -63,8 +69,9 @@ def lab_outputs(notebook: dict, model_id: str) -> list[dict]:
 def staged_notebook(notebook: dict) -> dict:
     """The notebook with its proof cells collapsed on the page (tag ``hide-input``), the
     outputs of each Predict prompt's run folded (tag ``hide-output``), its
-    HTML anchors (``<a id="x"></a>``) as MyST targets, so ``[...](#x)`` links resolve, and each
-    lab's stored table and figure under its text fallback."""
+    HTML anchors (``<a id="x"></a>``) as MyST targets, so ``[...](#x)`` links resolve, each
+    lab's stored table and figure under its text fallback, and a note for each audio player
+    stored without its bytes."""
     runs = {j for _, run, _ in lint_course.prompt_runs(notebook["cells"]) for j in run}
     for index, cell in enumerate(notebook["cells"]):
         if index in runs and cell["cell_type"] == "code":
@@ -75,6 +82,10 @@ def staged_notebook(notebook: dict) -> dict:
             view = output.get("data", {}).get(WIDGET_VIEW)
             if view:
                 cell["outputs"] += lab_outputs(notebook, view["model_id"])
+            html = output.get("data", {}).get("text/html")
+            if html:
+                html = "".join(html) if isinstance(html, list) else html
+                output["data"]["text/html"] = SILENT_PLAYER.sub(SILENT_NOTE, html)
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             cell["source"] = ANCHOR.sub(r"(\1)=", source).replace(GLOSSARY_LINK, "](glossary.md")

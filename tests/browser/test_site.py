@@ -247,3 +247,22 @@ def test_screenshots_of_the_landing_page_and_05(site, reader, theme):
         assert reader.evaluate("document.documentElement.dataset.theme") == theme
         path = screenshot(reader, f"site-{name}-{theme}")
         assert Path(path).stat().st_size > 10_000
+
+
+def test_a_player_stored_without_its_bytes_becomes_a_note():
+    import nbformat
+    from IPython.display import Audio
+
+    from scripts.regenerate_outputs import lighten
+
+    html = "<p>SNR 5.0 dB</p>" + Audio([0.0, 0.5, -0.5], rate=8000)._repr_html_()
+    notebook = {"metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": "", "outputs": [
+            {"output_type": "display_data", "data": {"text/html": html}, "metadata": {}}
+        ]}
+    ]}  # fmt: skip
+    notebook = nbformat.from_dict(notebook)
+    lighten(notebook)
+    staged = build_site.staged_notebook(notebook)
+    shown = staged["cells"][0]["outputs"][0]["data"]["text/html"]
+    assert " ".join(shown.split()) == f"<p>SNR 5.0 dB</p> {build_site.SILENT_NOTE}"
