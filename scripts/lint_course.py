@@ -40,6 +40,8 @@ HEADROOM = 1.12
 # The stored notebooks together weigh at most this much (a figure's colours, no audio bytes and
 # the widget state a view needs: scripts/regenerate_outputs.py); above it, a warning.
 NOTEBOOKS_BYTES = 1_000_000
+# The docs stay short: the README is for learners, CONTRIBUTING.md for contributors (words).
+DOC_WORDS = {"README.md": 1000, "CONTRIBUTING.md": 2000}
 # The whole course, each notebook at a learner's own speed, fits this many minutes: this
 # measure blocks (each class session's plan, with its slack, is checked in plan_problems).
 COURSE_MINUTES = 6 * 60
@@ -687,6 +689,10 @@ def course_report(root: Path = ROOT) -> list[Violation]:
         for path in _notebooks(root)
         for note in (*size_warnings(path, limits), *prose_notes(path, readme, instructors))
     ]
+    for name, most in DOC_WORDS.items():
+        path = root / name
+        if path.exists() and (words := len(path.read_text(encoding="utf-8").split())) > most:
+            found.append((name, f"{words} words, above its limit of {most}"))
     weight = sum(path.stat().st_size for path in (root / "notebooks").glob("*.ipynb"))
     if weight > NOTEBOOKS_BYTES:
         found.append(("notebooks", f"{weight:,} bytes stored, above {NOTEBOOKS_BYTES:,}"))

@@ -385,6 +385,12 @@ def test_a_sentence_in_00_and_a_cell_in_02_fail_no_check(tmp_path):
     assert lint.lint_course(tmp_path) == []
     (note,) = lint.course_report(tmp_path)
     assert note[0] == fix.name and "words of prose, above its limit of" in note[1]
+    readme = tmp_path / "README.md"
+    readme.write_text(readme.read_text() + " word" * lint.DOC_WORDS["README.md"])
+    assert lint.lint_course(tmp_path) == []
+    assert ("README.md", f"{len(readme.read_text().split())} words, above its limit of 1000") in (
+        lint.course_report(tmp_path)
+    )
     (tmp_path / "notebooks" / "padding.ipynb").write_bytes(b" " * lint.NOTEBOOKS_BYTES)
     assert lint.lint_course(tmp_path) == []
     assert any("bytes stored, above" in note for _, note in lint.course_report(tmp_path))
