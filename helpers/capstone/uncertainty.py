@@ -26,6 +26,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
+from helpers.audio import Clip
 from helpers.capstone.data import (
     CAPSTONE_SNR_DB,
     TEST_SNRS_DB,
@@ -121,6 +122,23 @@ def cluster_bootstrap_ci(
         rng=np.random.default_rng(seed),
     )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def utterance_means(margins: Sequence[float], mixtures: Sequence[Clip]) -> dict[str, float]:
+    """The mean margin over each utterance's mixtures (``mixtures[i].clean_name`` names the
+    utterance of ``margins[i]``), in the order the utterances first appear. With three
+    utterances an interval over mixtures cannot show how much a speaker moves the margin;
+    these means show it."""
+    values = np.asarray(margins, dtype=np.float64)
+    if values.ndim != 1 or len(values) != len(mixtures):
+        raise ValueError(
+            f"utterance_means needs one margin per mixture ({len(mixtures)}); "
+            f"got shape {values.shape}."
+        )
+    names = [mixture.clean_name for mixture in mixtures]
+    return {
+        name: float(np.mean(values[[n == name for n in names]])) for name in dict.fromkeys(names)
+    }
 
 
 def wins(margins: Sequence[float]) -> int:
