@@ -265,7 +265,7 @@ CLASS_PLAN = {
         parts=(
             (OPENING, LIVE),
             ("The comparison", LIVE),
-            ("The lesson", LIVE),
+            ("Pauses", LIVE),
             ("The ablation", SUMMARISED),
         ),
     ),

@@ -16,6 +16,7 @@ from helpers.capstone.uncertainty import (
     cluster_bootstrap_ci,
     per_mixture_margins,
     plot_margin_rows,
+    utterance_means,
     wins,
 )
 
@@ -74,6 +75,16 @@ def test_cluster_bootstrap_ci_refuses_bad_input():
 def test_wins_count_only_margins_above_zero():
     assert wins([1.0, -1.0, 0.0, 0.1, -0.2]) == 2
     assert wins(np.zeros(4)) == 0
+
+
+def test_utterance_means_average_each_utterances_mixtures_in_order():
+    mixtures = held_back_mixtures()  # three utterances, five noise families each
+    margins = np.repeat([2.0, -1.0, 4.0], 5) + np.tile([0.5, -0.5, 0.0, 1.0, -1.0], 3)
+    means = utterance_means(margins, mixtures)
+    assert list(means) == list(dict.fromkeys(m.clean_name for m in mixtures))
+    assert np.allclose(list(means.values()), [2.0, -1.0, 4.0])
+    with pytest.raises(ValueError, match="one margin per mixture"):
+        utterance_means(margins[:-1], mixtures)
 
 
 def _table(mixtures, scores: dict[str, list[float]]) -> Comparison:

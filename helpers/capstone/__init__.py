@@ -86,6 +86,7 @@ from helpers.capstone.uncertainty import (
     margin_table,
     plot_margin_rows,
     synthetic_margin_row,
+    utterance_means,
 )
 from helpers.models import denoise  # the capstone's public contract: any denoiser
 
@@ -160,4 +161,5 @@ __all__ = [
     "cluster_bootstrap_ci",
     "margin_table",
     "synthetic_margin_row",
+    "utterance_means",
 ]

@@ -5,7 +5,10 @@ a bootstrap 95 % confidence interval of the mean margin, and the same for every 
 
 The interval, in words: resample the row's mixtures with replacement 9999 times, take each
 resample's mean margin, and keep the middle 95 % of those means, corrected for their skew and
-bias (BCa, ``scipy.stats.bootstrap``): where the mean of more mixtures like these would fall.
+bias (BCa, ``scipy.stats.bootstrap``). A 95 % confidence interval is the output of a method
+that, over repeated experiments, holds the true mean in 95 % of them, if the mixtures are
+independent draws. A row's mixtures come from three utterances, several each, and three
+say little about a fourth: ``utterance_means`` shows how far the margin moves with them.
 A row pooling several SNRs holds the same utterance-and-noise pairs at each SNR, so its
 mixtures are not independent: ``cluster_bootstrap_ci`` resamples *pairs*, each with all its
 SNRs, instead of mixtures (treating the 45 as independent makes the interval too narrow).
@@ -26,6 +29,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
+from helpers.audio import Clip
 from helpers.capstone.data import (
     CAPSTONE_SNR_DB,
     TEST_SNRS_DB,
@@ -50,7 +54,7 @@ def bootstrap_ci(
     values: Sequence[float], confidence: float = CONFIDENCE, seed: int = 0
 ) -> tuple[float, float]:
     """The bootstrap confidence interval (BCa, ``RESAMPLES`` resamples, ``scipy.stats``) of
-    the mean of ``values``: where the mean of more mixtures like these would fall. Seeded, so
+    the mean of ``values``, taken as independent draws (a 95 % confidence interval). Seeded, so
     the same values give the same interval."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1 or len(values) < 3 or not np.isfinite(values).all():
@@ -121,6 +125,23 @@ def cluster_bootstrap_ci(
         rng=np.random.default_rng(seed),
     )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def utterance_means(margins: Sequence[float], mixtures: Sequence[Clip]) -> dict[str, float]:
+    """The mean margin over each utterance's mixtures (``mixtures[i].clean_name`` names the
+    utterance of ``margins[i]``), in the order the utterances first appear. With three
+    utterances an interval over mixtures cannot show how much a speaker moves the margin;
+    these means show it."""
+    values = np.asarray(margins, dtype=np.float64)
+    if values.ndim != 1 or len(values) != len(mixtures):
+        raise ValueError(
+            f"utterance_means needs one margin per mixture ({len(mixtures)}); "
+            f"got shape {values.shape}."
+        )
+    names = [mixture.clean_name for mixture in mixtures]
+    return {
+        name: float(np.mean(values[[n == name for n in names]])) for name in dict.fromkeys(names)
+    }
 
 
 def wins(margins: Sequence[float]) -> int:
