@@ -163,8 +163,8 @@ def _gradient_error(fn, error: Exception, args) -> str:
         )
     text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error_text(error))
     return (
-        f"asking the tape for its gradient raised {text}: a step of your computation has no gradient TensorFlow can compute. Compute "
-        "the loss with TensorFlow operations."
+        f"asking the tape for its gradient raised {text}: a step of your computation has "
+        "no gradient TensorFlow can compute. Compute the loss with TensorFlow operations."
     )
 
 

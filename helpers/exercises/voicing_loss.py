@@ -637,10 +637,10 @@ def check_masked_log_distance(function) -> CheckResult:
     The domain: magnitudes from the smallest normal float32 to the largest, and exact zeros,
     on selected frames (TensorFlow reads a subnormal float32 as 0); zeros or positive values
     outside the mask. The gradient is judged where the distance's own is a finite float32
-    (for the smallest magnitudes it overflows float32) and the distance finite. Tried eagerly and inside
-    ``tf.function``: the traps above, then the boundaries (a selected estimate or reference
-    exactly 0; the smallest and largest float32), then generated magnitudes (0 to 6 frames,
-    1 to 4 bins; ``DISTANCE_EXAMPLES`` per mode)."""
+    (for the smallest magnitudes it overflows float32) and the distance finite. Tried
+    eagerly and inside ``tf.function``: the traps above, then the boundaries (the smallest
+    and largest float32; a selected estimate or reference exactly 0), then generated
+    magnitudes (0 to 6 frames, 1 to 4 bins; ``DISTANCE_EXAMPLES`` per mode)."""
 
     def check(fn):
         # the traps and the boundaries in both modes first, then generated inputs in each
