@@ -158,9 +158,13 @@ def _why_unseen(fn, example: Clip, pulled: np.ndarray, weak: list[int]) -> str:
     """Why the term misses most of some silent frames (``weak``): a fixed number of frames,
     digital zeros, frames cut at other samples, or a pick of a few values."""
     hop, spans = example.labels.hop_length, _frame_spans(len(example.clean))
+    silent_samples = np.zeros(len(example.clean), dtype=bool)
+    for index in np.flatnonzero(example.labels.silent):
+        silent_samples[spans[index]] = True
     everything = _relabelled(example, np.zeros_like(example.labels.voicing))
     covered = _pull(fn, everything) > 0
-    if covered.any() and not covered[spans[-1]].any():
+    follows_labels = not np.any(pulled & ~silent_samples)
+    if follows_labels and covered.any() and not covered[spans[-1]].any():
         seen = [i for i, span in enumerate(spans) if covered[span].all()]
         looked = f"frames 0 to {seen[-1]}" if seen else "no whole frame"
         return (
@@ -170,9 +174,6 @@ def _why_unseen(fn, example: Clip, pulled: np.ndarray, weak: list[int]) -> str:
             "looks at a fixed number of frames. Look at every frame the labels have, however "
             "long the clip."
         )
-    silent_samples = np.zeros(len(example.clean), dtype=bool)
-    for index in np.flatnonzero(example.labels.silent):
-        silent_samples[spans[index]] = True
     seen = pulled & silent_samples
     if not seen.any() or np.all(example.clean[seen] == 0):
         share = float(np.mean(pulled[silent_samples]))
