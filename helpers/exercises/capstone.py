@@ -164,28 +164,36 @@ def _why_unseen(fn, example: Clip, pulled: np.ndarray, weak: list[int]) -> str:
     everything = _relabelled(example, np.zeros_like(example.labels.voicing))
     covered = _pull(fn, everything) > 0
     follows_labels = not np.any(pulled & ~silent_samples)
-    if follows_labels and covered.any() and not covered[spans[-1]].any():
-        seen = [i for i, span in enumerate(spans) if covered[span].all()]
-        looked = f"frames 0 to {seen[-1]}" if seen else "no whole frame"
+    seen = [i for i, span in enumerate(spans) if covered[span].all()]
+    last = int(np.flatnonzero(covered)[-1]) if covered.any() else -1
+    if follows_labels and seen and covered[: last + 1].all() and not covered[spans[-1]].any():
+        looked = f"frames 0 to {seen[-1]}"
         return (
             f"with every frame of this {len(spans)}-frame clip called silent, the term pulls "
-            f"on {looked} only (no sample after sample {int(np.flatnonzero(covered)[-1])}), "
+            f"on {looked} only (no sample after sample {last}), "
             f"so it misses silent frames {weak[:8]}{' ...' if len(weak) > 8 else ''}: it "
             "looks at a fixed number of frames. Look at every frame the labels have, however "
             "long the clip."
         )
-    seen = pulled & silent_samples
-    if not seen.any() or np.all(example.clean[seen] == 0):
+    listed = f"{weak[:8]}{' ...' if len(weak) > 8 else ''}"
+    if pulled.any() and np.all(example.clean[pulled] == 0):
         share = float(np.mean(pulled[silent_samples]))
         return (
             "its silent frames hold room noise, not digital zeros, and the term sees only "
-            f"{share:.0%} of those frames' samples: silence is what the labels say, "
-            "whatever the reference holds there."
+            f"{share:.0%} of those frames' samples (it pulls only where the reference is "
+            "exactly 0): silence is what the labels say, whatever the reference holds there."
+        )
+    if not np.any(pulled & silent_samples):
+        return f"the term pulls on no sample of the frames the labels call silent ({listed})" + (
+            ", only on frames they do not call silent: it does not follow the labels it is given."
+            if pulled.any()
+            else "."
         )
     for index in weak:
         span = spans[index]
         missed = np.flatnonzero(~pulled[span]) + span.start
-        if missed.size and np.all(np.diff(missed) == 1):
+        whole = span.stop - span.start
+        if 0 < missed.size < whole and np.all(np.diff(missed) == 1):
             part = (
                 "first"
                 if missed[0] == span.start
