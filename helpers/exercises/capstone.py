@@ -156,7 +156,8 @@ def _frame_spans(samples: int) -> list[slice]:
 
 def _why_unseen(fn, example: Clip, pulled: np.ndarray, weak: list[int]) -> str:
     """Why the term misses most of some silent frames (``weak``): a fixed number of frames,
-    digital zeros, frames cut at other samples, or a pick of a few values."""
+    digital zeros, labels not followed, frames cut at other samples (part of a frame missed,
+    no frame missed entirely), or a pick of a few values."""
     hop, spans = example.labels.hop_length, _frame_spans(len(example.clean))
     silent_samples = np.zeros(len(example.clean), dtype=bool)
     for index in np.flatnonzero(example.labels.silent):
@@ -189,7 +190,8 @@ def _why_unseen(fn, example: Clip, pulled: np.ndarray, weak: list[int]) -> str:
             if pulled.any()
             else "."
         )
-    for index in weak:
+    entirely_missed = any(not pulled[spans[i]].any() for i in np.flatnonzero(example.labels.silent))
+    for index in [] if entirely_missed else weak:
         span = spans[index]
         missed = np.flatnonzero(~pulled[span]) + span.start
         whole = span.stop - span.start
