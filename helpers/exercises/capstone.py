@@ -292,7 +292,10 @@ def check_pause_term(function) -> CheckResult:
             )
         reached = [g is not None for g in grads]
 
+        tried: list[Labelling] = []
+
         def pulls_elsewhere(labelling: Labelling) -> str | None:
+            tried.append(labelling)
             problem = _where_it_pulls(fn, _example(labelling))
             return None if problem is None else f"On {labelling!r}: {problem}"
 
@@ -363,7 +366,7 @@ def check_pause_term(function) -> CheckResult:
             "where it started; under "
             f"{len(fixed)} fixed labellings (silent frames next to speech, at the clip's ends, "
             f"everywhere; the whole of {WHOLE_CLIP.name}, {WHOLE_CLIP.stop_frame} frames) and "
-            f"{LABELLING_EXAMPLES} generated ones of a real clip with a pause and speech, the "
+            f"{len(tried) - len(fixed)} generated ones of a real clip with a pause and speech, the "
             "term pulls every sample of the frames the labels call silent and no other; on "
             "speech alone it is a number with a zero gradient, still connected."
         )

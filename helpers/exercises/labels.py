@@ -127,7 +127,10 @@ def check_rule_effect(function) -> CheckResult:
     (``MISTAKES``) only when the answer gives exactly what that mistake gives."""
 
     def check(fn):
+        tried: list[int] = []  # frames of every labelling tried
+
         def differs(case: tuple[list[int], list[int], list[int]]) -> str | None:
+            tried.append(len(case[0]))
             labels = [_labels(voicing) for voicing in case]
             expected = reference_rule_effect(*labels)
             got = fn(*labels)
@@ -157,8 +160,9 @@ def check_rule_effect(function) -> CheckResult:
         return True, (
             f"The reference's counts on {len(fixed)} fixed labellings (a changed frame that "
             "agrees neither before nor after the rule, frames both measurements get wrong "
-            f"alike, no frame, {LONGEST_FRAMES} frames) and {RULE_EXAMPLES} generated ones of "
-            f"0 to {GENERATED_FRAMES} frames."
+            f"alike, no frame, {LONGEST_FRAMES} frames) and {len(tried) - len(fixed)} "
+            f"generated ones of {min(tried[len(fixed) :])} to {max(tried[len(fixed) :])} "
+            "frames."
         )
 
     return run_check(

@@ -645,27 +645,38 @@ def check_masked_log_distance(function) -> CheckResult:
     def check(fn):
         # the traps and the boundaries in both modes first, then generated inputs in each
         runners = {False: _value_and_grad(fn), True: tf.function(_value_and_grad(fn))}
-        eager = lambda case: _learner_fault(runners, case, False)  # noqa: E731
-        graph = lambda case: _learner_fault(runners, case, True)  # noqa: E731
+        tried: dict[bool, list[Magnitudes]] = {False: [], True: []}
+
+        def in_mode(graph: bool):
+            def differs(case: Magnitudes) -> str | None:
+                tried[graph].append(case)
+                return _learner_fault(runners, case, graph)
+
+            return differs
+
         fixed = _distance_traps() + _distance_boundaries()
         difference = first_difference_of(
             [
-                (_magnitudes(), eager, fixed, 0, 80),
-                (_magnitudes(), graph, fixed, 0, 80),
-                (_magnitudes(), eager, (), DISTANCE_EXAMPLES["eager"], 80),
-                (_magnitudes(), graph, (), DISTANCE_EXAMPLES["graph"], 80),
+                (_magnitudes(), in_mode(False), fixed, 0, 80),
+                (_magnitudes(), in_mode(True), fixed, 0, 80),
+                (_magnitudes(), in_mode(False), (), DISTANCE_EXAMPLES["eager"], 80),
+                (_magnitudes(), in_mode(True), (), DISTANCE_EXAMPLES["graph"], 80),
             ]
         )
         if difference is not None:
             return False, difference.message
+        generated = tried[False][len(fixed) :] + tried[True][len(fixed) :]
+        frames = [len(case.mask) for case in generated]
+        bins = [len(case.reference[0]) for case in generated if case.reference]
         return True, (
-            f"The reference's value and gradient on {len(fixed)} fixed inputs in both modes "
-            f"and {DISTANCE_EXAMPLES['eager']} generated eagerly and "
-            f"{DISTANCE_EXAMPLES['graph']} inside tf.function (0 to 6 frames, 1 to 4 bins, "
-            "magnitudes from the smallest normal float32 to the largest): finite with "
-            "zero magnitudes outside the mask, exact on quiet and loud frames, inf where a "
-            "selected magnitude is exactly 0, 0.0 (still connected) for a file without "
-            "selected frames, and NaN where the estimate is NaN."
+            f"The reference's value and gradient on {len(fixed)} fixed inputs in both modes, "
+            f"then {len(tried[False]) - len(fixed)} generated eagerly and "
+            f"{len(tried[True]) - len(fixed)} inside tf.function ({min(frames)} to "
+            f"{max(frames)} frames, {min(bins)} to {max(bins)} bins), magnitudes from the "
+            "smallest normal float32 to the largest: finite with zero magnitudes outside the "
+            "mask, exact on quiet and loud frames, inf where a selected magnitude is exactly "
+            "0, 0.0 (still connected) for a file without selected frames, and NaN where the "
+            "estimate is NaN."
         )
 
     return run_check(
