@@ -20,6 +20,7 @@ from helpers.audio import Clip, Voicing, excerpt, load_clip, make_example
 from helpers.exercises import CheckResult, run_check
 from helpers.exercises.compare import (
     GRAPH_ONLY,
+    Search,
     error_text,
     first_difference,
     first_difference_of,
@@ -654,13 +655,14 @@ def check_masked_log_distance(function) -> CheckResult:
 
             return differs
 
-        fixed = _distance_traps() + _distance_boundaries()
+        traps, boundaries = _distance_traps(), _distance_boundaries()
+        fixed = traps + boundaries
         difference = first_difference_of(
             [
-                (_magnitudes(), in_mode(False), fixed, 0, 80),
-                (_magnitudes(), in_mode(True), fixed, 0, 80),
-                (_magnitudes(), in_mode(False), (), DISTANCE_EXAMPLES["eager"], 80),
-                (_magnitudes(), in_mode(True), (), DISTANCE_EXAMPLES["graph"], 80),
+                Search(_magnitudes(), in_mode(False), traps, boundaries, examples=0),
+                Search(_magnitudes(), in_mode(True), traps, boundaries, examples=0),
+                Search(_magnitudes(), in_mode(False), examples=DISTANCE_EXAMPLES["eager"], runs=80),
+                Search(_magnitudes(), in_mode(True), examples=DISTANCE_EXAMPLES["graph"], runs=80),
             ]
         )
         if difference is not None:
