@@ -369,8 +369,9 @@ def check_pause_term(function) -> CheckResult:
             f"{len(fixed)} fixed labellings (silent frames next to speech, at the clip's ends, "
             f"everywhere; the whole of {WHOLE_CLIP.name}, {WHOLE_CLIP.stop_frame} frames) and "
             f"{len(tried) - len(fixed)} generated ones of a real clip with a pause and speech, the "
-            "term pulls every sample of the frames the labels call silent and no other; on "
-            "speech alone it is a number with a zero gradient, still connected."
+            f"term pulls at least {SEEN_SHARE:.0%} of the samples of every frame the labels "
+            "call silent and no sample only other frames hold; on speech alone it is a number "
+            "whose gradient is zero (not None: still connected)."
         )
 
     return run_check(
