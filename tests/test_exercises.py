@@ -1058,6 +1058,216 @@ def pause_term(reference, estimate, labels):
     }
 )
 
+
+# --- the domain of real use of 4.1, 5.1, 5.2, 6.1 and 7.1: wrong answers that passed when the
+# generated inputs were smaller than the course's own, each a near miss (reasons in REASONS).
+NEAR_MISSES["helpers.exercises.voicing_loss:check_masked_log_distance"].update(
+    {
+        "zeros replaced by their value, not by the mask": """
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    e = tf.where(tf.equal(estimate_mag, 0.0), 1.0, estimate_mag)
+    r = tf.where(tf.equal(reference_mag, 0.0), 1.0, reference_mag)
+    per_frame = tf.reduce_mean((tf.math.log(e) - tf.math.log(r)) ** 2, axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
+""",
+        "a floor on the estimate below the old tested range (1e-30)": """
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    rows = mask[:, None]
+    estimate = tf.maximum(estimate_mag, 1e-30)
+    reference = tf.where(rows, reference_mag, 1.0)
+    per_frame = tf.reduce_mean((tf.math.log(estimate) - tf.math.log(reference)) ** 2, axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
+""",
+        "a floor at float32's smallest normal number (a selected 0 is not inf)": """
+import numpy as np
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    tiny = np.finfo(np.float32).tiny
+    log_ratio = (tf.math.log(tf.maximum(estimate_mag, tiny))
+                 - tf.math.log(tf.maximum(reference_mag, tiny)))
+    per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
+""",
+        "the log of the ratio E / R": """
+import tensorflow as tf
+
+
+def masked_log_distance(reference_mag, estimate_mag, mask):
+    rows = mask[:, None]
+    ratio = tf.where(rows, estimate_mag, 1.0) / tf.where(rows, reference_mag, 1.0)
+    per_frame = tf.reduce_mean(tf.math.log(ratio) ** 2, axis=-1)
+    count = tf.reduce_sum(tf.cast(mask, tf.float32))
+    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
+""",
+    }
+)
+NEAR_MISSES["helpers.exercises.diagnosis:check_spectral_loss"].update(
+    {
+        "compares the first 16 frames only": """
+import tensorflow as tf
+
+
+def spectral_loss(estimate, reference):
+    def mag(audio):
+        return tf.abs(tf.signal.stft(tf.cast(audio, tf.float32), 256, 128))
+    return tf.reduce_mean(tf.abs(mag(estimate)[:16] - mag(reference)[:16]))
+""",
+        "librosa inside tf.py_function": """
+import librosa
+import numpy as np
+import tensorflow as tf
+
+
+def spectral_loss(estimate, reference):
+    def numpy_loss(e, r):
+        def mag(a):
+            return np.abs(librosa.stft(a.numpy(), n_fft=256, hop_length=128, center=False))
+        return np.float32(np.mean(np.abs(mag(e) - mag(r))))
+    return tf.py_function(numpy_loss, [estimate, reference], tf.float32)
+""",
+        "a symmetric Hann window": """
+import tensorflow as tf
+
+
+def spectral_loss(estimate, reference):
+    def mag(audio):
+        window = lambda n, dtype: tf.signal.hann_window(n, periodic=False, dtype=dtype)
+        return tf.abs(tf.signal.stft(tf.cast(audio, tf.float32), 256, 128, window_fn=window))
+    return tf.reduce_mean(tf.abs(mag(estimate) - mag(reference)))
+""",
+    }
+)
+NEAR_MISSES["helpers.exercises.diagnosis:check_find_the_cut"].update(
+    {
+        "smooths with SciPy inside tf.py_function": """
+import numpy as np
+import tensorflow as tf
+from scipy import signal
+
+
+def find_the_cut(model, noisy, clean):
+    spectrum = model.spectrum(noisy)
+    gain = model.gate(spectrum)
+
+    def smooth(g):
+        return signal.lfilter([0.5], [1, -0.5], g.numpy(), axis=0).astype(np.float32)
+
+    smoothed = tf.py_function(smooth, [gain], tf.float32)
+    out = tf.signal.irfft(spectrum * tf.cast(smoothed, tf.complex64), fft_length=[256])
+    return "smoother", tf.reduce_mean(tf.square(out - clean))
+""",
+    }
+)
+NEAR_MISSES["helpers.exercises.capstone:check_pause_term"].update(
+    {
+        "frame i as samples i*256 to (i+1)*256 (half a frame late)": """
+import tensorflow as tf
+
+
+def pause_term(reference, estimate, labels):
+    n = len(labels.silent)
+    error = tf.cast(estimate, tf.float32) - tf.cast(reference, tf.float32)
+    frames = tf.reshape(tf.pad(error, [[0, n * 256]])[: n * 256], (n, 256))
+    power = tf.reduce_mean(tf.square(frames), axis=-1)
+    silent = tf.constant(labels.silent)
+    count = tf.reduce_sum(tf.cast(silent, tf.float32))
+    return tf.reduce_sum(tf.where(silent, power, 0.0)) / tf.maximum(count, 1.0)
+""",
+        "looks at the first 16 frames only": """
+import tensorflow as tf
+
+from helpers.audio import frame
+
+
+def pause_term(reference, estimate, labels):
+    silent = tf.constant(labels.silent[:16])
+    error = frame(estimate)[:16] - frame(tf.cast(reference, tf.float32))[:16]
+    power = tf.reduce_mean(tf.square(error), axis=-1)
+    count = tf.reduce_sum(tf.cast(silent, tf.float32))
+    return tf.reduce_sum(tf.where(silent, power, 0.0)) / tf.maximum(count, 1.0)
+""",
+        "an eager-only float() of a tensor": """
+import tensorflow as tf
+
+from helpers.audio import frame
+
+
+def pause_term(reference, estimate, labels):
+    silent = tf.constant(labels.silent)
+    error = frame(estimate) - frame(tf.cast(reference, tf.float32))
+    power = tf.reduce_mean(tf.square(error), axis=-1)
+    count = float(tf.reduce_sum(tf.cast(silent, tf.float32)))
+    return tf.reduce_sum(tf.where(silent, power, 0.0)) / max(count, 1.0)
+""",
+        "a constant without silent frames (None, not a zero gradient)": """
+import tensorflow as tf
+
+from helpers.audio import frame
+
+
+def pause_term(reference, estimate, labels):
+    if not labels.silent.any():
+        return tf.constant(0.0)
+    frames = tf.boolean_mask(frame(estimate - reference), labels.silent)
+    return tf.reduce_mean(tf.square(frames))
+""",
+    }
+)
+NEAR_MISSES["helpers.exercises.labels:check_rule_effect"].update(
+    {
+        "the two measurements swapped": """
+def rule_effect(known, with_rule, without_rule):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (without_rule.voicing == known.voicing)
+    agreed_before = changed & (with_rule.voicing == known.voicing)
+    return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
+""",
+        "the arguments in another order (known last)": """
+def rule_effect(with_rule, without_rule, known):
+    changed = with_rule.voicing != without_rule.voicing
+    now_agree = changed & (with_rule.voicing == known.voicing)
+    agreed_before = changed & (without_rule.voicing == known.voicing)
+    return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
+""",
+        "the first 40 frames only": """
+def rule_effect(known, with_rule, without_rule):
+    changed = (with_rule.voicing != without_rule.voicing)[:40]
+    now_agree = changed & (with_rule.voicing == known.voicing)[:40]
+    agreed_before = changed & (without_rule.voicing == known.voicing)[:40]
+    return int(changed.sum()), int(now_agree.sum()), int(agreed_before.sum())
+""",
+    }
+)
+# Right answers written another way than ALTERNATIVES' one, which must pass too.
+MORE_ALTERNATIVES: dict[str, dict[str, str]] = {
+    "helpers.exercises.diagnosis:check_spectral_loss": {
+        "the estimate's STFT in TensorFlow, the reference's with librosa": """
+import librosa
+import numpy as np
+import tensorflow as tf
+
+
+def spectral_loss(estimate, reference):
+    est = tf.abs(tf.signal.stft(tf.cast(estimate, tf.float32), 256, 128))
+    ref = np.abs(librosa.stft(np.asarray(reference, np.float32), n_fft=256, hop_length=128,
+                              center=False)).T
+    return tf.reduce_mean(tf.abs(est - ref))
+""",
+    },
+}
+
+
 # Near misses a checker still accepts: a strict xfail, so the day the checker is fixed this
 # turns red and the entry must go. Reported to the owner of the checker.
 UNSOUND: dict[tuple[str, str], str] = {}
@@ -1274,19 +1484,6 @@ MASKED_LOG_DISTANCE_SHAPES = {  # the unused 0 / 0 is NaN, but the mask's where 
         "total = tf.reduce_sum(tf.where(mask, per_frame, 0.0))",
         "return tf.where(count > 0, total / count, 0.0)",
     ),
-    "a floor at float32's smallest normal number (changes no frame's value)": """
-import numpy as np
-import tensorflow as tf
-
-
-def masked_log_distance(reference_mag, estimate_mag, mask):
-    tiny = np.finfo(np.float32).tiny
-    log_ratio = (tf.math.log(tf.maximum(estimate_mag, tiny))
-                 - tf.math.log(tf.maximum(reference_mag, tiny)))
-    per_frame = tf.reduce_mean(log_ratio**2, axis=-1)
-    count = tf.reduce_sum(tf.cast(mask, tf.float32))
-    return tf.reduce_sum(tf.where(mask, per_frame, 0.0)) / tf.maximum(count, 1.0)
-""",
     "boolean_mask and divide_no_nan": """
 import tensorflow as tf
 
@@ -1382,7 +1579,7 @@ def test_pause_term_checker_names_the_mixed_clip_mistakes():
 
     assert _where_it_pulls(as_labelled, mixed) is None
     # relabelled, it sees none of the frames now called silent
-    assert "sees only 0% of those frames" in _where_it_pulls(as_labelled, _relabelled(mixed))
+    assert "does not follow the labels" in _where_it_pulls(as_labelled, _relabelled(mixed))
 
 
 def test_checker_box_colours_come_from_the_jupyterlab_theme():
@@ -1517,6 +1714,95 @@ REASONS: dict[str, dict[str, str]] = {
         "takes the masks through NumPy": "are None",
     },
 }
+
+
+# --- the domain of real use of 4.1, 5.1, 5.2, 6.1 and 7.1 (near misses above)
+REASONS["helpers.exercises.voicing_loss:check_masked_log_distance"].update(
+    {
+        "zeros replaced by their value, not by the mask": "the reference gives inf. On selected",
+        "a floor on the estimate below the old tested range (1e-30)": (
+            "A floor or an epsilon inside the log changes the distance of quiet frames"
+        ),
+        "a floor at float32's smallest normal number (a selected 0 is not inf)": (
+            "the reference gives inf"
+        ),
+        "the log of the ratio E / R": "a step of your computation leaves float32's range",
+    }
+)
+REASONS["helpers.exercises.diagnosis:check_spectral_loss"].update(
+    {
+        "compares the first 16 frames only": "librosa's over the first 16 frames only",
+        "librosa inside tf.py_function": "Your code runs Python through tf.py_function",
+        "a symmetric Hann window": "a symmetric Hann window (periodic=False)",
+    }
+)
+REASONS["helpers.exercises.diagnosis:check_find_the_cut"].update(
+    {"smooths with SciPy inside tf.py_function": "Your code runs Python through tf.py_function"}
+)
+REASONS["helpers.exercises.capstone:check_pause_term"].update(
+    {
+        "frame i as samples i*256 to (i+1)*256 (half a frame late)": (
+            "the labels' frames are centred"
+        ),
+        "looks at the first 16 frames only": "it looks at a fixed number of frames",
+        "an eager-only float() of a tensor": "Eagerly it runs, but inside tf.function",
+        "a constant without silent frames (None, not a zero gradient)": "gradients are None",
+    }
+)
+REASONS["helpers.exercises.labels:check_rule_effect"].update(
+    {
+        "the two measurements swapped": "the other way round",
+        "the first 40 frames only": "expected (27, 12, 15), got (6, 3, 3)",
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "spec, label", [(spec, label) for spec, more in MORE_ALTERNATIVES.items() for label in more]
+)
+def test_checker_accepts_more_alternative_solutions(spec, label):
+    result = _checker(spec)(_function(MORE_ALTERNATIVES[spec][label], FUNCTION_OF[spec]))
+    assert result.passed, f"checker rejected a correct alternative ({label}): {result}"
+
+
+def test_masked_log_distance_names_a_graph_only_overflow_as_such():
+    """log(E / R) passes eagerly on a quiet selected frame and, with the estimate a variable and
+    the reference a constant of the graph, overflows inside tf.function (the graph optimizer
+    rewrites the ratio's gradient): the message says so, not that a zero outside the mask is
+    to blame."""
+    import tensorflow as tf
+
+    from helpers.exercises.voicing_loss import _distance_traps, _learner_fault, _value_and_grad
+
+    spec = "helpers.exercises.voicing_loss:check_masked_log_distance"
+    ratio = _function(NEAR_MISSES[spec]["the log of the ratio E / R"], "masked_log_distance")
+
+    def in_graph(reference, estimate, mask):
+        variable = tf.Variable(estimate)
+
+        @tf.function
+        def value_and_grad():
+            with tf.GradientTape() as tape:
+                value = ratio(tf.constant(reference.numpy()), variable, tf.constant(mask.numpy()))
+            return value, tape.gradient(value, variable)
+
+        return value_and_grad()
+
+    runners = {False: _value_and_grad(ratio), True: in_graph}
+    quiet = _distance_traps()[3]
+    assert _learner_fault(runners, quiet, False) is None
+    message = _learner_fault(runners, quiet, True)
+    assert "though eagerly it is" in message and "outside the mask" not in message, message
+
+
+def test_rule_effect_notes_only_the_mistake_the_answer_made():
+    """Arguments in another order fail on a trap case whose note explains another mistake:
+    the message gives the counts, and no note."""
+    spec = "helpers.exercises.labels:check_rule_effect"
+    result = _checker(spec)(
+        _function(NEAR_MISSES[spec]["the arguments in another order (known last)"], "rule_effect")
+    )
+    assert not result.passed and result.message.endswith("got (1, 1, 0)."), result
 
 
 @pytest.mark.parametrize(

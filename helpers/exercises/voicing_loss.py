@@ -20,6 +20,7 @@ from helpers.audio import Clip, Voicing, excerpt, load_clip, make_example
 from helpers.exercises import CheckResult, run_check
 from helpers.exercises.compare import (
     GRAPH_ONLY,
+    Search,
     error_text,
     first_difference,
     first_difference_of,
@@ -276,38 +277,51 @@ def check_train_step_or_skip(function) -> CheckResult:
 
 
 def _reference_distance(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> float:
-    """The reference answer to 4.1's value, in float64: NaN where a selected value is NaN."""
+    """The reference answer to 4.1's value, in float64: NaN where a selected value is NaN, inf
+    where a selected estimate or reference is exactly 0 (log 0 = -inf)."""
     if not mask.any():
         return 0.0
     selected_est, selected_ref = est[mask].astype(np.float64), ref[mask].astype(np.float64)
-    per_frame = np.mean((np.log(selected_est) - np.log(selected_ref)) ** 2, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_frame = np.mean((np.log(selected_est) - np.log(selected_ref)) ** 2, axis=-1)
     return float(per_frame.mean())
 
 
 def _reference_gradient(ref: np.ndarray, est: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """d distance / d estimate: 2 (log E - log R) / (E * bins * selected frames) on the
-    selected frames, 0 elsewhere."""
+    """d distance / d estimate, in float64: 2 (log E - log R) / (E * bins * selected frames) on
+    the selected frames, 0 elsewhere (not finite where E or R is 0)."""
     grad = np.zeros_like(est, dtype=np.float64)
     if mask.any():
         selected = est[mask].astype(np.float64)
-        log_ratio = np.log(selected) - np.log(ref[mask].astype(np.float64))
-        grad[mask] = 2 * log_ratio / (selected * est.shape[1] * mask.sum())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_ratio = np.log(selected) - np.log(ref[mask].astype(np.float64))
+            grad[mask] = 2 * log_ratio / (selected * est.shape[1] * mask.sum())
     return grad
 
 
-def _run(fn, ref, est, mask, graph: bool):
-    """The learner's value and gradient, eagerly or inside ``tf.function``."""
-    estimate = tf.Variable(est)
+def _value_and_grad(fn):
+    """``run(reference, estimate, mask)``: the learner's value and its gradient with respect to
+    the estimate. Wrapped in one ``tf.function`` per check, it is traced once per shape of
+    input, as a training step is."""
 
-    def value_and_grad():
+    def run(reference, estimate, mask):
         with tf.GradientTape() as tape:
-            value = fn(tf.constant(ref), estimate, tf.constant(mask))
+            tape.watch(estimate)
+            value = fn(reference, estimate, mask)
         return value, tape.gradient(value, estimate)
 
-    return tf.function(value_and_grad)() if graph else value_and_grad()
+    return run
 
 
+def _run(runners, ref, est, mask, graph: bool):
+    """The learner's value and gradient, eagerly or inside ``tf.function``."""
+    return runners[graph](tf.constant(ref), tf.constant(est), tf.constant(mask))
+
+
+# TensorFlow's float32 on a CPU reads a subnormal number (below TINY) as 0 (its log is wrong
+# too): the domain starts at the smallest normal float32.
 TINY = float(np.finfo(np.float32).tiny)  # the smallest normal float32, about 1.2e-38
+LARGEST = float(np.finfo(np.float32).max)  # about 3.4e38
 
 
 @dataclass(frozen=True)
@@ -369,14 +383,46 @@ def _distance_traps() -> list[Magnitudes]:
     ]
 
 
-# Selected magnitudes: positive, from the smallest normal float32 to the largest finite for
-# the reference; from 1e-25 to 1e30 for the estimate, whose gradient about 1/E then stays a
-# normal float32. Outside the mask: zeros (silence) or positive values up to 1e30 (so that a
+def _distance_boundaries() -> list[Magnitudes]:
+    """The edges of the domain, after the traps, with zeros outside the mask: the smallest
+    normal float32 and the largest, as estimate and as reference, on selected frames; a
+    selected frame whose estimate is exactly 0 (a ReLU mask silences a frame), one whose
+    reference is exactly 0 (the distance is inf in both)."""
+    mask = np.array([True, False, True])
+    ref = np.array([[0.5, 1.2], [0.0, 0.0], [1.5, 1.3]], np.float32)
+    est = np.array([[0.9, 0.4], [0.0, 0.0], [0.6, 1.3]], np.float32)
+    silenced_est, silent_ref = est.copy(), ref.copy()
+    silenced_est[2] = [0.0, 0.7]
+    silent_ref[2] = [1.5, 0.0]
+    extremes_ref, extremes_est = ref.copy(), est.copy()
+    extremes_ref[2] = [TINY, LARGEST]
+    extremes_est[2] = [LARGEST, TINY]
+    small_ref, small_est = ref.copy(), est.copy()
+    small_ref[2] = [TINY, 0.5]
+    small_est[2] = [0.5, TINY]
+    return [
+        _as_case(extremes_ref, extremes_est, mask),
+        _as_case(small_ref, small_est, mask),
+        _as_case(ref, silenced_est, mask),
+        _as_case(silent_ref, est, mask),
+    ]
+
+
+# Selected magnitudes: one bin in ten exactly 0 in the estimate or the reference (not both: the
+# distance is then inf), the others positive, from the smallest normal float32 to the
+# largest. Outside the mask: zeros (silence) or positive values up to 1e30 (so that a
 # term kept connected by 0 x the sum of the estimate does not overflow to 0 x inf).
-LARGEST = float(np.finfo(np.float32).max)  # about 3.4e38
-_REFERENCE_VALUES = st.floats(TINY, LARGEST, width=32)
-_ESTIMATE_VALUES = st.floats(float(np.float32(1e-25)), float(np.float32(1e30)), width=32)
+_POSITIVE = st.floats(TINY, LARGEST, width=32)
 _OUTSIDE = st.one_of(st.just(0.0), st.floats(TINY, float(np.float32(1e30)), width=32))
+
+
+@st.composite
+def _selected_bin(draw) -> tuple[float, float]:
+    """(reference, estimate) of one selected bin."""
+    zero = draw(st.integers(0, 19))  # 18: the estimate is 0; 19: the reference
+    reference = 0.0 if zero == 19 else draw(_POSITIVE)
+    estimate = 0.0 if zero == 18 else draw(_POSITIVE)
+    return reference, estimate
 
 
 @st.composite
@@ -385,15 +431,84 @@ def _magnitudes(draw) -> Magnitudes:
     mask = draw(st.lists(st.booleans(), min_size=frames, max_size=frames))
     reference, estimate = [], []
     for selected in mask:
-        values = st.lists(_REFERENCE_VALUES if selected else _OUTSIDE, min_size=bins, max_size=bins)
-        reference.append(tuple(draw(values)))
-        values = st.lists(_ESTIMATE_VALUES if selected else _OUTSIDE, min_size=bins, max_size=bins)
-        estimate.append(tuple(draw(values)))
+        if selected:
+            pairs = draw(st.lists(_selected_bin(), min_size=bins, max_size=bins))
+            reference.append(tuple(r for r, _ in pairs))
+            estimate.append(tuple(e for _, e in pairs))
+        else:
+            values = st.lists(_OUTSIDE, min_size=bins, max_size=bins)
+            reference.append(tuple(draw(values)))
+            estimate.append(tuple(draw(values)))
     return Magnitudes(tuple(reference), tuple(estimate), tuple(mask))
 
 
-def _distance_fault(case: Magnitudes, value, grad, graph: bool) -> str | None:
-    """What is wrong with the learner's value and gradient on one input, or None."""
+def _frames_of(flags: np.ndarray) -> list[int]:
+    return sorted({int(i) for i in np.argwhere(flags)[:, 0]})
+
+
+def _value_fault(ref, est, mask, value: float, expected: float, outside_harmless) -> str | None:
+    """What is wrong with the learner's value, or None. ``outside_harmless()`` says whether
+    the learner's value is finite once the frames outside the mask hold ones, not zeros."""
+    if math.isnan(expected):
+        if not math.isnan(value):
+            return (
+                f"the value is {value:.5g}; the reference gives nan. A NaN in the "
+                "estimate on a selected frame is a model gone wrong, and the loss must show "
+                "it: patching a NaN result to a number hides it."
+            )
+        return None
+    if math.isinf(expected):
+        if value == expected:
+            return None
+        zeros = _frames_of((est == 0) | (ref == 0)) if mask.any() else []
+        zeros = [i for i in zeros if mask[i]]
+        return (
+            f"the value is {value:.5g}; the reference gives inf. On selected frame(s) {zeros} "
+            "an estimate or a reference magnitude is exactly 0, and log 0 = -inf: the frame "
+            "is infinitely far from its reference (a ReLU mask can silence a voiced frame "
+            "entirely), and the loss must show it. Make only the frames outside the mask "
+            "harmless, chosen by the mask, not by their value, and add no floor."
+        )
+    if math.isfinite(value) and abs(value - expected) <= 1e-4 * max(1.0, abs(expected)):
+        return None
+    got, want = two_values(value, expected, least=5)
+    fault = ""
+    selected = np.concatenate([ref[mask].ravel(), est[mask].ravel()])
+    if not mask.any():
+        fault = (
+            " With no frame selected, the average is 0 / 0."
+            if not math.isfinite(value)
+            else " With no frame selected, the distance is 0.0."
+        )
+    elif math.isfinite(value) and selected.min() < 1e-20:
+        fault = (
+            " A floor or an epsilon inside the log changes the distance of quiet "
+            "frames; the exercise asks for the exact distance."
+        )
+    elif (
+        not math.isfinite(value)
+        and np.any(np.concatenate([ref[~mask], est[~mask]]) == 0)
+        and outside_harmless()
+    ):
+        fault = (
+            " The value itself is not finite: the log of a zero magnitude outside the "
+            "mask is -inf, and a 0/1 mask multiplies it (0 x inf = NaN)."
+        )
+    elif not math.isfinite(value):
+        fault = (
+            " Every selected magnitude is positive and finite, and so is the distance: a "
+            "step of your computation leaves float32's range (a square or a ratio of "
+            "magnitudes overflows; a log of each magnitude does not)."
+        )
+    return f"the value is {got}; the reference gives {want}.{fault}"
+
+
+def _distance_fault(case: Magnitudes, value, grad, graph: bool, rerun) -> str | None:
+    """What is wrong with the learner's value and gradient on one input, or None. The gradient
+    is judged outside the mask (zero) and on selected values where the distance's own gradient
+    is a finite float32; where the distance is inf or NaN, only outside the mask.
+    ``rerun(case, graph)`` runs the learner's function again (value and gradient, or None if
+    it raises), to tell causes apart."""
     ref, est, mask = case.arrays()
     where = f"On {case!r}" + (" inside tf.function" if graph else "")
     expected = _reference_distance(ref, est, mask)
@@ -401,31 +516,17 @@ def _distance_fault(case: Magnitudes, value, grad, graph: bool) -> str | None:
         value = float(value)
     except (TypeError, ValueError):
         return f"{where}: expected a scalar tensor; got {value!r}."
+
+    def outside_harmless() -> bool:
+        ones = np.where(mask[:, None], ref, 1.0), np.where(mask[:, None], est, 1.0)
+        again = rerun(_as_case(*ones, mask), graph)
+        return again is not None and math.isfinite(float(again[0]))
+
+    fault = _value_fault(ref, est, mask, value, expected, outside_harmless)
+    if fault is not None:
+        return f"{where}: {fault}"
     if math.isnan(expected):
-        if not math.isnan(value):
-            return (
-                f"{where}: the value is {value:.5g}; the reference gives nan. A NaN in the "
-                "estimate on a selected frame is a model gone wrong, and the loss must show "
-                "it: patching a NaN result to a number hides it."
-            )
         return None
-    if not math.isfinite(value) or abs(value - expected) > 1e-4 * max(1.0, abs(expected)):
-        got, want = two_values(value, expected, least=5)
-        fault = ""
-        selected = np.concatenate([ref[mask].ravel(), est[mask].ravel()])
-        if math.isfinite(value) and selected.size and selected.min() < 1e-20:
-            fault = (
-                " A floor or an epsilon inside the log changes the distance of quiet "
-                "frames; the exercise asks for the exact distance."
-            )
-        elif not mask.any():
-            fault = " With no frame selected, the average is 0 / 0."
-        elif not math.isfinite(value):
-            fault = (
-                " The value itself is not finite: the log of a zero magnitude outside the "
-                "mask is -inf, and a 0/1 mask multiplies it (0 x inf = NaN)."
-            )
-        return f"{where}: the value is {got}; the reference gives {want}.{fault}"
     if grad is None and not mask.any():
         return (
             f"{where}: the value is right, but its gradient with respect to estimate_mag is "
@@ -440,27 +541,54 @@ def _distance_fault(case: Magnitudes, value, grad, graph: bool) -> str | None:
             "distance from estimate_mag with TensorFlow ops (no NumPy, no .numpy())."
         )
     grad = tf.convert_to_tensor(grad).numpy()
-    if not np.all(np.isfinite(grad)):
-        bad = sorted({int(i) for i in np.argwhere(~np.isfinite(grad))[:, 0]})
-        outside = np.concatenate([est[~mask].ravel(), ref[~mask].ravel()])
-        causes = []
-        if np.any(outside == 0):
-            causes.append(
-                "the log of a zero magnitude outside the mask has an infinite slope, and "
-                "tf.where passes 0 x inf = NaN back to it"
-            )
-        if not mask.any():
-            causes.append("with nothing selected, an average divides 0 by 0")
-        cause = " " + "; or ".join(causes).capitalize() + "." if causes else ""
-        return f"{where}: the gradient is NaN/inf on frames {bad}.{cause}"
-    if np.any(grad[~mask] != 0):
-        return f"{where}: frames outside the mask get a non-zero gradient."
     expected_grad = _reference_gradient(ref, est, mask)
-    scale = float(np.max(np.abs(expected_grad[mask]))) if mask.any() else 0.0
-    if mask.any() and not np.allclose(
-        grad[mask], expected_grad[mask], rtol=1e-3, atol=max(1e-6 * scale, 1e-30)
+    outside = np.broadcast_to(~mask[:, None], grad.shape)
+    judged = outside | (np.abs(expected_grad) <= LARGEST / 16)  # not judged: beyond float32
+    if math.isinf(expected):
+        judged = outside
+    bad = judged & ~np.isfinite(grad)
+    if bad.any():
+        causes = []
+        if np.any(bad & outside):
+            if np.any(np.concatenate([est[~mask].ravel(), ref[~mask].ravel()]) == 0):
+                causes.append(
+                    "the log of a zero magnitude outside the mask has an infinite slope, and "
+                    "tf.where passes 0 x inf = NaN back to it"
+                )
+            if not mask.any():
+                causes.append("with nothing selected, an average divides 0 by 0")
+        cause = " " + "; or ".join(causes).capitalize() + "." if causes else ""
+        inside = bad & ~outside
+        if inside.any():
+            largest = float(np.max(np.abs(expected_grad[inside])))
+            eager = rerun(case, False) if graph else None
+            eager_finite = eager is not None and np.all(
+                np.isfinite(tf.convert_to_tensor(eager[1]).numpy()[inside])
+            )
+            cause += (
+                f" On the selected frame(s) {_frames_of(inside)} every magnitude is positive "
+                f"and the distance's own gradient is finite (up to {largest:.2g}): a step of "
+                "your computation is not finite there"
+                + (
+                    ", though eagerly it is: inside tf.function TensorFlow's graph optimizer "
+                    "rearranges arithmetic, and the gradient of a ratio such as E / R can "
+                    "overflow for quiet magnitudes"
+                    if eager_finite
+                    else " (a square or a ratio of magnitudes overflows)"
+                )
+                + ". Take the log of each magnitude, then subtract."
+            )
+        return f"{where}: the gradient is NaN/inf on frames {_frames_of(bad)}.{cause}"
+    if np.any(grad[outside] != 0):
+        return f"{where}: frames outside the mask get a non-zero gradient."
+    compared = judged & ~outside
+    if not compared.any():
+        return None
+    scale = float(np.max(np.abs(expected_grad[compared])))
+    if not np.allclose(
+        grad[compared], expected_grad[compared], rtol=1e-3, atol=max(1e-6 * scale, 1e-30)
     ):
-        if not np.any(grad[mask]):
+        if not np.any(grad[compared]):
             return (
                 f"{where}: the value is right, but its gradient on the selected frames is "
                 "zero, where the distance depends on the estimate: the model could not learn "
@@ -475,46 +603,82 @@ def _distance_fault(case: Magnitudes, value, grad, graph: bool) -> str | None:
     return None
 
 
-def _learner_fault(fn, case: Magnitudes, graph: bool) -> str | None:
+def _learner_fault(runners, case: Magnitudes, graph: bool) -> str | None:
+    """What is wrong with the learner's answer on ``case`` (``runners``: ``_value_and_grad``
+    of it, eager and in a ``tf.function``, by ``graph``), or None."""
     ref, est, mask = case.arrays()
     try:
-        value, grad = _run(fn, ref, est, mask, graph=graph)
+        value, grad = _run(runners, ref, est, mask, graph=graph)
     except Exception as error:
         where = f"On {case!r}" + (" inside tf.function" if graph else "")
         return f"{where}, your code raised {error_text(error)}." + (
             f" {GRAPH_ONLY}" if graph else ""
         )
-    return _distance_fault(case, value, grad, graph)
+
+    def rerun(again: Magnitudes, in_graph: bool):
+        try:
+            return _run(runners, *again.arrays(), graph=in_graph)
+        except Exception:
+            return None
+
+    return _distance_fault(case, value, grad, graph, rerun)
+
+
+DISTANCE_EXAMPLES = {"eager": 25, "graph": 6}  # generated inputs per mode, after the fixed ones
 
 
 def check_masked_log_distance(function) -> CheckResult:
     """``function(reference_mag, estimate_mag, mask)`` must return the mean over selected frames
-    of the mean over bins of ``(log E - log R) ** 2``, with its true gradient (compared with
-    the distance's own, numerically: a zero or detached gradient fails), zero outside the
-    mask, and 0.0 when no frame is selected; a NaN in the estimate on a selected frame shows as
-    NaN. Compared with the reference on the traps above and on generated magnitudes (0 to 6
-    frames, 1 to 4 bins, values from the smallest normal float32 to the largest, zeros and
-    NaN outside the mask), eagerly and inside ``tf.function``."""
+    of the mean over bins of ``(log E - log R) ** 2``, exactly, with its true gradient
+    (compared with the distance's own, numerically: a zero or detached gradient fails), zero
+    outside the mask, and 0.0, still connected to the estimate (a zero gradient, not None),
+    when no frame is selected; inf when a selected estimate or reference is exactly 0; NaN
+    when a selected estimate is NaN.
+
+    The domain: magnitudes from the smallest normal float32 to the largest, and exact zeros,
+    on selected frames (TensorFlow reads a subnormal float32 as 0); zeros or positive values
+    outside the mask. The gradient is judged where the distance's own is a finite float32
+    (for the smallest magnitudes it overflows float32) and the distance finite. Tried
+    eagerly and inside ``tf.function``: the traps above, then the boundaries (the smallest
+    and largest float32; a selected estimate or reference exactly 0), then generated
+    magnitudes (0 to 6 frames, 1 to 4 bins; ``DISTANCE_EXAMPLES`` per mode)."""
 
     def check(fn):
-        # the traps in both modes first, then generated inputs in each
-        eager = lambda case: _learner_fault(fn, case, False)  # noqa: E731
-        graph = lambda case: _learner_fault(fn, case, True)  # noqa: E731
-        traps = _distance_traps()
+        # the traps and the boundaries in both modes first, then generated inputs in each
+        runners = {False: _value_and_grad(fn), True: tf.function(_value_and_grad(fn))}
+        tried: dict[bool, list[Magnitudes]] = {False: [], True: []}
+
+        def in_mode(graph: bool):
+            def differs(case: Magnitudes) -> str | None:
+                tried[graph].append(case)
+                return _learner_fault(runners, case, graph)
+
+            return differs
+
+        traps, boundaries = _distance_traps(), _distance_boundaries()
+        fixed = traps + boundaries
         difference = first_difference_of(
             [
-                (_magnitudes(), eager, traps, 0, 80),
-                (_magnitudes(), graph, traps, 0, 80),
-                (_magnitudes(), eager, (), 25, 80),
-                (_magnitudes(), graph, (), 6, 80),
+                Search(_magnitudes(), in_mode(False), traps, boundaries, examples=0),
+                Search(_magnitudes(), in_mode(True), traps, boundaries, examples=0),
+                Search(_magnitudes(), in_mode(False), examples=DISTANCE_EXAMPLES["eager"], runs=80),
+                Search(_magnitudes(), in_mode(True), examples=DISTANCE_EXAMPLES["graph"], runs=80),
             ]
         )
         if difference is not None:
             return False, difference.message
+        generated = tried[False][len(fixed) :] + tried[True][len(fixed) :]
+        frames = [len(case.mask) for case in generated]
+        bins = [len(case.reference[0]) for case in generated if case.reference]
         return True, (
-            "The reference's value and gradient on every input tried, eagerly and inside "
-            "tf.function: finite with zero magnitudes outside the mask, exact on quiet frames, "
-            "0.0 for a file without selected frames, and NaN where the estimate is NaN."
+            f"The reference's value and gradient on {len(fixed)} fixed inputs in both modes, "
+            f"then {len(tried[False]) - len(fixed)} generated eagerly and "
+            f"{len(tried[True]) - len(fixed)} inside tf.function ({min(frames)} to "
+            f"{max(frames)} frames, {min(bins)} to {max(bins)} bins), magnitudes from the "
+            "smallest normal float32 to the largest: finite with zero magnitudes outside the "
+            "mask, exact on quiet and loud frames, inf where a selected magnitude is exactly "
+            "0, 0.0 (still connected) for a file without selected frames, and NaN where the "
+            "estimate is NaN."
         )
 
     return run_check(
@@ -527,5 +691,6 @@ def check_masked_log_distance(function) -> CheckResult:
         "at all: what is an average over nothing, and is your answer then still "
         "connected to the estimate? A floor inside the log is not the way out: "
         "it changes the value of quiet frames; nor is patching a NaN result, which would "
-        "also hide a model gone wrong.",
+        "also hide a model gone wrong, nor replacing zeros by their value: a selected frame "
+        "at exactly 0 is infinitely far.",
     )
