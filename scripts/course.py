@@ -73,14 +73,23 @@ class Check:
         return f"{self.state:<8} {self.text}"
 
 
+# The oldest Python the locks install on: the course lock's soupsieve 4.1.3 needs 3.11.5 (Debian
+# 12's python3 is 3.11.2). course.sh checks the same before it makes the environment.
+OLDEST_PYTHON = (3, 11, 5)
+NEWEST_MINOR = (3, 13)
+
+
 def check_python(version: tuple[int, int, int] = sys.version_info[:3]) -> Check:
     shown = ".".join(map(str, version))
-    if (3, 11) <= version[:2] <= (3, 13):
-        return Check("ok", f"Python {shown} in {VENV} (3.11, 3.12 and 3.13 run the course)")
+    if OLDEST_PYTHON <= tuple(version) and tuple(version[:2]) <= NEWEST_MINOR:
+        return Check(
+            "ok", f"Python {shown} in {VENV} (3.11.5 or later, 3.12 and 3.13 run the course)"
+        )
     return Check(
         "PROBLEM",
-        f"Python: {VENV} has Python {shown}; the course runs on 3.11, 3.12 "
-        f"or 3.13. Fix: rm -rf {VENV} && ./course.sh lab",
+        f"Python: {VENV} has Python {shown}; the course runs on 3.11.5 or later, 3.12 or 3.13 "
+        "(the course lock's soupsieve 4.1.3 needs 3.11.5). Fix: rm -rf "
+        f"{VENV} && PYTHON=python3.12 ./course.sh lab (a Python from 3.11.5 to 3.13)",
     )
 
 

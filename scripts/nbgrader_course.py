@@ -30,6 +30,7 @@ nbgrader")::
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -45,14 +46,24 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 # What generate_assignment leaves where the solution was: the starting code stays above it.
 CODE_STUB = "# Change the function above until the check below says Solved."
 CELL_TIMEOUT = 300  # seconds a cell may run under autograde (a checker trains a small model)
+GRADING = Path(__file__).resolve().parent / "gradient_clinic_grading"  # the grading package
 CONFIG = f'''"""nbgrader's settings for the Gradient Clinic assignments (scripts/nbgrader_course.py
 writes this file; run nbgrader from this folder, in the course environment)."""
 
+import sys
+from pathlib import Path
+
+# The grading package beside this file (grading/gradient_clinic_grading): the checkers and
+# their references, which the students' environment does not hold, and the preprocessors that
+# grade each answer in a fresh interpreter on the answer cell alone.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "grading"))
+from gradient_clinic_grading.autograde import PREPROCESSORS  # noqa: E402
+
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "{COURSE_ID}"
-c.CourseDirectory.db_assignments = {{assignments}}
+c.Autograde.autograde_preprocessors = PREPROCESSORS
 # A solution region follows the course's starting code, which the learner changes.
-c.ClearSolutions.code_stub = {{{{"python": {CODE_STUB!r}}}}}
+c.ClearSolutions.code_stub = {{"python": {CODE_STUB!r}}}
 c.Execute.timeout = {CELL_TIMEOUT}
 '''
 
@@ -119,9 +130,9 @@ def assignment(session: int, root: Path = ROOT) -> nbformat.NotebookNode:
             solution = f"{exercise.starter.source}\n\n\n{BEGIN}\n{exercise.solution}{END}"
             test = (
                 f"from {module} import {check}\n\n"
-                f"verdict = {check}({spec['function']})\n"
-                "assert verdict, verdict  # the grade: this cell raises unless it says Solved\n"
-                "verdict"
+                "# Your feedback: the course's checker on your function. The grade is the same\n"
+                "# check, run apart on your answer cell alone: all the points for Solved.\n"
+                f"{check}({spec['function']})"
             )
             cells += [
                 nbformat.v4.new_markdown_cell(title),
@@ -145,6 +156,37 @@ def assignment(session: int, root: Path = ROOT) -> nbformat.NotebookNode:
     return notebook
 
 
+def graded_exercises(root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """Which checker grades which answer, by the check cell's grade id: the answer cell's grade
+    id, the checker in the grading package and the function the answer defines."""
+    specs = {}
+    for path in edition.course_notebooks(root):
+        for exercise in edition.exercises(path):
+            key = exercise.id.replace(".", "_")
+            spec = exercise.starter.metadata["exercise"]
+            specs[f"check_{key}"] = {
+                "answer": f"exercise_{key}",
+                "checker": spec["checker"].replace(
+                    "helpers.exercises", "gradient_clinic_grading.checkers"
+                ),
+                "function": spec["function"],
+            }
+    return specs
+
+
+def grading_package(target: Path, root: Path = ROOT) -> dict[Path, str]:
+    """The files of ``grading/gradient_clinic_grading`` in the course folder: the package's
+    own modules, ``exercises.json``, and the course's checkers and references as
+    ``checkers/`` (every ``helpers.exercises`` renamed ``gradient_clinic_grading.checkers``)."""
+    package = target / "grading" / "gradient_clinic_grading"
+    files = {package / path.name: path.read_text() for path in sorted(GRADING.glob("*.py"))}
+    files[package / "exercises.json"] = json.dumps(graded_exercises(root), indent=1) + "\n"
+    for path in sorted((root / "helpers" / "exercises").glob("*.py")):
+        text = path.read_text().replace("helpers.exercises", "gradient_clinic_grading.checkers")
+        files[package / "checkers" / path.name] = text
+    return files
+
+
 def write_course(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
     """Write the nbgrader course folder into ``target``: ``(path, written)`` per file,
     ``written`` False where the file was already exactly this."""
@@ -154,16 +196,15 @@ def write_course(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
             f"expected a folder for the nbgrader course, got the file {target}"
         )
     sessions = sorted({m.session for m in minutes.class_plan(root)})
+    sessions = [s for s in sessions if minutes.homework_sheet(s, root)]
     files = {
         target
         / "source"
         / assignment_name(s)
         / f"{assignment_name(s)}.ipynb": edition.notebook_text(assignment(s, root))
         for s in sessions
-        if minutes.homework_sheet(s, root)
     }
-    names = [{"name": path.stem} for path in files]
-    files = {target / "nbgrader_config.py": CONFIG.format(assignments=names), **files}
+    files = {target / "nbgrader_config.py": CONFIG, **files, **grading_package(target, root)}
     return [(path, edition.write_if_changed(path, text)) for path, text in files.items()]
 
 

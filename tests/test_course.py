@@ -17,16 +17,23 @@ sys.modules[_spec.name] = course
 _spec.loader.exec_module(course)
 
 
-@pytest.mark.parametrize("version", [(3, 11, 7), (3, 12, 0), (3, 13, 1)])
-def test_doctor_takes_python_3_11_to_3_13(version):
+@pytest.mark.parametrize("version", [(3, 11, 5), (3, 11, 7), (3, 12, 0), (3, 13, 1)])
+def test_doctor_takes_python_3_11_5_to_3_13(version):
     assert course.check_python(version).state == "ok"
 
 
-@pytest.mark.parametrize("version", [(3, 10, 12), (3, 14, 0)])
+@pytest.mark.parametrize("version", [(3, 10, 12), (3, 11, 2), (3, 11, 4), (3, 14, 0)])
 def test_doctor_refuses_other_pythons_with_the_fix(version):
     check = course.check_python(version)
-    assert check.state == "PROBLEM" and "3.11, 3.12 or 3.13" in check.text
+    assert check.state == "PROBLEM" and "3.11.5 or later, 3.12 or 3.13" in check.text
     assert "Fix: rm -rf" in check.text
+
+
+def test_doctor_names_the_package_that_needs_3_11_5_and_the_lock_agrees():
+    check = course.check_python((3, 11, 2))
+    assert "soupsieve 4.1.3 needs 3.11.5" in check.text
+    # The reason is the lock's: its soupsieve pin is that version.
+    assert "\nsoupsieve==4.1.3 " in (ROOT / "requirements.txt").read_text()
 
 
 def test_the_cpu_flags_come_from_cpuinfo():

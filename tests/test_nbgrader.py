@@ -67,7 +67,42 @@ def train_step_or_skip(model, optimizer, example):
 """,
     ),
 }
-STUDENTS = ("reference", "starter", "near-miss")
+# Cheats per assignment: (exercise, an answer cell that takes the course's own code). Each is
+# in a submission whose other answers are the reference solutions, and scores 0 on its exercise.
+CHEATS = {
+    "homework1": (
+        (
+            "0.1",
+            # The checker replaced from the answer cell, with an answer that always says "ok".
+            """import helpers.exercises.start_here as start_here
+from helpers.exercises import CheckResult
+
+start_here.check_gradient_status = lambda function: CheckResult("Exercise 0.1", True, "ok")
+
+def gradient_status(gradient):
+    return "ok"
+""",
+        ),
+        (
+            "2.1",
+            # The reference imported under the answer's name.
+            "from helpers.exercises.gru_state import (\n"
+            "    reference_truncated_unroll as truncated_unroll,\n"
+            ")\n",
+        ),
+    ),
+    "homework2": (
+        (
+            "3.1",
+            # The reference assigned to the answer's name.
+            """from helpers.exercises import voicing_loss
+
+train_step_or_skip = voicing_loss.reference_train_step_or_skip
+""",
+        ),
+    ),
+}
+STUDENTS = ("reference", "starter", "near-miss", "cheats")
 
 
 def _nbgrader(folder: Path, *args: str) -> None:
@@ -82,6 +117,8 @@ def _nbgrader(folder: Path, *args: str) -> None:
         text=True,
         timeout=900,
     )
+    with (folder / "nbgrader.log").open("a") as log:  # nbgrader logs to stderr
+        log.write(result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -109,13 +146,16 @@ def graded(tmp_path_factory):
         near = nbformat.read(source, as_version=4)
         exercise, code = NEAR_MISSES[name]
         near.cells[_grade_id(near, exercise)].source = code
-        for student, notebook in zip(STUDENTS, (source, release, None)):
+        cheats = nbformat.read(source, as_version=4)
+        for exercise, code in CHEATS[name]:
+            cheats.cells[_grade_id(cheats, exercise)].source = code
+        for student, notebook in zip(STUDENTS, (source, release, near, cheats)):
             target = folder / "submitted" / student / name / f"{name}.ipynb"
             target.parent.mkdir(parents=True)
-            if notebook is None:
-                nbformat.write(near, target)
-            else:
+            if isinstance(notebook, Path):
                 shutil.copy(notebook, target)
+            else:
+                nbformat.write(notebook, target)
         _nbgrader(folder, "autograde", name)
     from nbgrader.api import Gradebook
 
@@ -168,6 +208,34 @@ def test_a_near_miss_scores_zero_on_its_exercise_only(graded, name):
 
 
 @pytest.mark.parametrize("name", NEAR_MISSES)
+def test_an_answer_that_takes_the_courses_checker_or_reference_scores_zero(graded, name):
+    folder, scores = graded
+    cheated = {f"check_{exercise.replace('.', '_')}": 0.0 for exercise, _ in CHEATS[name]}
+    assert scores[name]["cheats"] == {**_points(name), **cheated}
+    autograded = nbformat.read(
+        folder / "autograded" / "cheats" / name / f"{name}.ipynb", as_version=4
+    )
+    for exercise, _ in CHEATS[name]:
+        (error,) = autograded.cells[_grade_id(autograded, exercise, "check")].outputs
+        assert error.output_type == "error" and error.ename == "AssertionError"
+        assert "cannot import helpers.exercises" in error.evalue
+
+
+def test_nbgrader_prints_no_warning(graded):
+    folder, _ = graded
+    log = (folder / "nbgrader.log").read_text()
+    assert "WARNING" not in log, log
+
+
+def test_the_grading_package_is_in_the_course_folder_only(graded):
+    folder, _ = graded
+    package = folder / "grading" / "gradient_clinic_grading"
+    assert (package / "checkers" / "start_here.py").is_file()
+    assert "helpers.exercises" not in (package / "checkers" / "voicing_loss.py").read_text()
+    assert not list((ROOT / "helpers").rglob("gradient_clinic_grading"))
+
+
+@pytest.mark.parametrize("name", NEAR_MISSES)
 def test_the_release_keeps_the_starting_code_and_cuts_the_solution(graded, name):
     folder, _ = graded
     release = nbformat.read(folder / "release" / name / f"{name}.ipynb", as_version=4)
@@ -188,7 +256,9 @@ def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
     results = course.write_course(tmp_path)
     assert all(written for _, written in results)
     assert not any(written for _, written in course.write_course(tmp_path))
-    assert sorted(p.relative_to(tmp_path).as_posix() for p, _ in results) == [
+    assert sorted(
+        p.relative_to(tmp_path).as_posix() for p, _ in results if p.parts[-3] != "grading"
+    ) == [
         "nbgrader_config.py",
         "source/homework1/homework1.ipynb",
         "source/homework2/homework2.ipynb",
