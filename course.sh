@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gradient Clinic: ./course.sh lab | test | lint | doctor | portability | regenerate | student |
-# site | nbgrader | lock | contributor (scripts/course.py says what each does). This script only
+# site | nbgrader | hub | lock | contributor (scripts/course.py says what each does). This script only
 # finds a Python the course runs on
 # (3.11.5 or later, 3.12 or 3.13; PYTHON=path picks one), makes the environment .venv with it
 # (VENV=path moves it), and hands over to scripts/course.py in that environment.

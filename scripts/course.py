@@ -17,8 +17,10 @@
     ./course.sh site          build the course as a static website into site/_build/html
     ./course.sh nbgrader [DIR] write an nbgrader course folder (default nbgrader/): one
                               assignment per class session, from the homework exercises
-    ./course.sh lock          re-lock requirements.txt, requirements-instructor.txt and
-                              requirements-dev.txt with uv
+    ./course.sh lock          re-lock requirements.txt, requirements-instructor.txt,
+                              requirements-hub.txt and requirements-dev.txt with uv
+    ./course.sh hub           install the students' environment for a JupyterHub
+                              (requirements-hub.txt), nbgrader's authoring tools off
     ./course.sh contributor   install the dev lock and make git diff and merge notebooks as
                               cells (nbdime's drivers, for this clone)
 
@@ -29,6 +31,7 @@ imported here: ``doctor`` must work before anything is installed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -43,6 +46,7 @@ VENV = Path(sys.prefix)  # course.sh runs this file with the environment's own P
 COURSE_LOCK = ROOT / "requirements.txt"  # what the course needs to run
 DEV_LOCK = ROOT / "requirements-dev.txt"  # the course plus the test and authoring stack
 INSTRUCTOR_LOCK = ROOT / "requirements-instructor.txt"  # the course plus nbgrader
+HUB_LOCK = ROOT / "requirements-hub.txt"  # the course plus a student's server on a JupyterHub
 PIP = "pip==26.3"  # the pip that installs the locks (locked with them, hashes included)
 NEED_GB = 4  # the environment takes about 3 GB; pip needs about 1 GB more while it installs
 WIDGETS_EXTENSION = "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager"
@@ -100,7 +104,11 @@ def installed(lock: Path) -> bool:
     stamp = VENV / f".installed-{lock.name}"
     if stamp.is_file() and stamp.read_text() == _fingerprint(lock):
         return True
-    holders = {COURSE_LOCK: (INSTRUCTOR_LOCK, DEV_LOCK), INSTRUCTOR_LOCK: (DEV_LOCK,)}
+    holders = {
+        COURSE_LOCK: (INSTRUCTOR_LOCK, HUB_LOCK, DEV_LOCK),
+        INSTRUCTOR_LOCK: (DEV_LOCK,),
+        HUB_LOCK: (DEV_LOCK,),
+    }
     return any(installed(holder) for holder in holders.get(lock, ()))
 
 
@@ -364,10 +372,62 @@ def lock() -> int:
     for output, extra in (
         (COURSE_LOCK, []),
         (INSTRUCTOR_LOCK, ["--extra", "instructor", "-c", COURSE_LOCK.name]),
-        (DEV_LOCK, ["--extra", "dev", "-c", COURSE_LOCK.name, "-c", INSTRUCTOR_LOCK.name]),
+        (HUB_LOCK, ["--extra", "hub", "-c", COURSE_LOCK.name, "-c", INSTRUCTOR_LOCK.name]),
+        (
+            DEV_LOCK,
+            ["--extra", "dev", *("-c", COURSE_LOCK.name, "-c", INSTRUCTOR_LOCK.name)]
+            + ["-c", HUB_LOCK.name],
+        ),
     ):
         if status := run(*compile_, *extra, "-o", output.name, stdin=PIP):
             return status
+    return 0
+
+
+# nbgrader's parts a student does not use on a hub, turned off in the hub environment: the
+# instructor's tools (the formgrader, "Create Assignment", the course list, their menu) and
+# "Validate". Its Assignments tab stays: students fetch and submit through the exchange.
+AUTHORING_PLUGINS = (
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:course-list",
+    "@jupyter/nbgrader:validate-assignment",
+    "@jupyter/nbgrader:menu",
+)
+AUTHORING_SERVER_EXTENSIONS = (
+    "nbgrader.server_extensions.formgrader",
+    "nbgrader.server_extensions.course_list",
+    "nbgrader.server_extensions.validate_assignment",
+)
+
+
+# Every student server started from the hub environment reads this: a kernel idle for an hour
+# is shut down even while its notebook's tab is open (cull_connected; without it, an open tab
+# keeps a kernel's memory, about 750 MiB after 06, for the whole day).
+KERNEL_CULLING = {
+    "MappingKernelManager": {
+        "cull_idle_timeout": 3600,
+        "cull_interval": 300,
+        "cull_connected": True,
+    }
+}
+KERNEL_CULLING_FILE = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "gradient-clinic.json"
+
+
+def hub() -> int:
+    """The students' environment on a JupyterHub (INSTRUCTORS.md, the hub recipe): the hub lock
+    (the course, JupyterHub's single-user server, nbgitpuller, nbgrader for the exchange)
+    installed into this environment, and nbgrader's authoring tools turned off in it."""
+    setup(HUB_LOCK)
+    for plugin in AUTHORING_PLUGINS:
+        if status := run("jupyter", "labextension", "disable", "--level=sys_prefix", plugin):
+            return status
+    for extension in AUTHORING_SERVER_EXTENSIONS:
+        if status := run("jupyter", "server", "extension", "disable", "--sys-prefix", extension):
+            return status
+    KERNEL_CULLING_FILE.parent.mkdir(parents=True, exist_ok=True)
+    KERNEL_CULLING_FILE.write_text(json.dumps(KERNEL_CULLING, indent=2) + "\n")
+    print(f"The students' hub environment is ready: {VENV} (its server: jupyterhub-singleuser).")
     return 0
 
 
@@ -440,6 +500,8 @@ def main(argv: Sequence[str]) -> int:
     if command == "nbgrader":  # writing needs nbformat only; grading needs nbgrader itself
         setup(INSTRUCTOR_LOCK)
         return run(sys.executable, "scripts/nbgrader_course.py", *args)
+    if command == "hub":
+        return hub()
     if command == "contributor":
         setup(DEV_LOCK)
         return contributor()
