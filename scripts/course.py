@@ -419,9 +419,10 @@ def hub() -> int:
     (the course, JupyterHub's single-user server, nbgitpuller, nbgrader for the exchange)
     installed into this environment, and nbgrader's authoring tools turned off in it."""
     setup(HUB_LOCK)
-    for plugin in AUTHORING_PLUGINS:
-        if status := run("jupyter", "labextension", "disable", "--level=sys_prefix", plugin):
-            return status
+    for plugin in AUTHORING_PLUGINS:  # locked too: a student cannot turn it back on
+        for action in ("disable", "lock"):
+            if status := run("jupyter", "labextension", action, "--level=sys_prefix", plugin):
+                return status
     for extension in AUTHORING_SERVER_EXTENSIONS:
         if status := run("jupyter", "server", "extension", "disable", "--sys-prefix", extension):
             return status

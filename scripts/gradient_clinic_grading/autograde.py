@@ -6,7 +6,8 @@ nbgrader's own, with ``SetAsideChecks`` before ``Execute`` and ``GradeApart`` af
 * ``SetAsideChecks``: each graded check cell runs nothing in the student's kernel (an answer
   cell runs there before it, and could have replaced the checker it imports);
 * ``GradeApart``: puts each check cell back and gives it the verdict of a fresh interpreter
-  (``gradient_clinic_grading.fresh``) on the answer cell's source: a "Solved" as a stream
+  (``gradient_clinic_grading.fresh``: a child forked per answer from a process that imported
+  the checkers once) on the answer cell's source: a "Solved" as a stream
   output (full points), anything else as an ``AssertionError`` whose message is the checker's
   (0 points, and the feedback says why).
 
@@ -16,6 +17,7 @@ this package by ``scripts/nbgrader_course.py``), never from a submitted notebook
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -83,35 +85,49 @@ class GradeApart(NbGraderPreprocessor):
         return nb, resources
 
     def grade(self, setup: str, answer: str, spec: dict[str, str], folder) -> tuple[bool, str]:
-        request = {"setup": setup, "answer": answer}
+        request = {"setup": setup, "answer": answer, "folder": folder, "timeout": self.timeout}
         request |= {key: spec[key] for key in ("checker", "function")}
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                [str(PACKAGE.parent), os.environ.get("PYTHONPATH", "")]
-            ).rstrip(os.pathsep),
-        }
-        try:
-            run = subprocess.run(
+        grader = _grader()
+        grader.stdin.write(json.dumps(request) + "\n")
+        grader.stdin.flush()
+        for line in grader.stdout:
+            if line.startswith(RESULT_MARK):
+                result = json.loads(line.removeprefix(RESULT_MARK))
+                return result["passed"], result["verdict"]
+        raise RuntimeError(
+            f"the grading process ended (exit status {grader.wait()}); see {GRADER_LOG}"
+        )
+
+
+GRADER_LOG = PACKAGE.parent / "grading.log"  # the grading process's own errors
+_GRADER: list[subprocess.Popen] = []
+
+
+def _grader() -> subprocess.Popen:
+    """The grading process (``gradient_clinic_grading.fresh``), one per autograde run: it
+    imports the checkers once and forks a fresh child per answer. Stopped at exit."""
+    if not _GRADER or _GRADER[0].poll() is not None:
+        path = os.pathsep.join(p for p in (str(PACKAGE.parent), os.environ.get("PYTHONPATH")) if p)
+        _GRADER[:] = [
+            subprocess.Popen(
                 [sys.executable, "-m", "gradient_clinic_grading.fresh"],
-                input=json.dumps(request),
-                capture_output=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=GRADER_LOG.open("a"),
                 text=True,
-                cwd=folder,
-                env=env,
-                timeout=self.timeout,
+                env={**os.environ, "PYTHONPATH": path},
             )
-        except subprocess.TimeoutExpired:
-            return False, f"Not yet: the grading of this answer took more than {self.timeout} s."
-        lines = [line for line in run.stdout.splitlines() if line.startswith(RESULT_MARK)]
-        if run.returncode != 0 or not lines:
-            self.log.warning("grading %s failed: %s", spec["function"], run.stderr[-2000:])
-            return False, (
-                f"Not yet: the answer's grading stopped (exit status {run.returncode}) before "
-                f"the checker gave a verdict: {run.stderr.strip().splitlines()[-1:]}"
-            )
-        result = json.loads(lines[-1].removeprefix(RESULT_MARK))
-        return result["passed"], result["verdict"]
+        ]
+        atexit.register(_stop, _GRADER[0])
+    return _GRADER[0]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.stdin.close()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 PREPROCESSORS = [
