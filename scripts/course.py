@@ -411,6 +411,11 @@ KERNEL_CULLING = {
         "cull_connected": True,
     }
 }
+# The students' side of nbgrader's exchange: the course and the exchange folder of the
+# instructor's nbgrader_config.py (scripts/nbgrader_course.py COURSE_ID and EXCHANGE_ROOT).
+NBGRADER_COURSE_ID = "gradient-clinic"
+NBGRADER_EXCHANGE = "/srv/nbgrader/exchange"
+STUDENTS_NBGRADER_CONFIG = VENV / "etc" / "jupyter" / "nbgrader_config.py"
 KERNEL_CULLING_FILE = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "gradient-clinic.json"
 
 
@@ -428,6 +433,12 @@ def hub() -> int:
             return status
     KERNEL_CULLING_FILE.parent.mkdir(parents=True, exist_ok=True)
     KERNEL_CULLING_FILE.write_text(json.dumps(KERNEL_CULLING, indent=2) + "\n")
+    STUDENTS_NBGRADER_CONFIG.write_text(
+        "# The students' nbgrader settings on the hub (./course.sh hub writes this file): the\n"
+        "# course and the exchange of scripts/nbgrader_course.py's nbgrader_config.py.\n"
+        f"c.CourseDirectory.course_id = {NBGRADER_COURSE_ID!r}\n"
+        f"c.Exchange.root = {NBGRADER_EXCHANGE!r}\n"
+    )
     print(f"The students' hub environment is ready: {VENV} (its server: jupyterhub-singleuser).")
     return 0
 

@@ -42,6 +42,7 @@ import notebook_minutes as minutes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_ID = "gradient-clinic"
+EXCHANGE_ROOT = "/srv/nbgrader/exchange"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 # What generate_assignment leaves where the solution was: the starting code stays above it.
 CODE_STUB = "# Change the function above until the check below says Solved."
@@ -61,6 +62,9 @@ from gradient_clinic_grading.autograde import PREPROCESSORS  # noqa: E402
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "{COURSE_ID}"
+# The exchange on a hub: a folder every account reads and writes (INSTRUCTORS.md); the students'
+# side is set in their hub environment by ./course.sh hub.
+c.Exchange.root = "{EXCHANGE_ROOT}"
 c.Autograde.autograde_preprocessors = PREPROCESSORS
 # A solution region follows the course's starting code, which the learner changes.
 c.ClearSolutions.code_stub = {{"python": {CODE_STUB!r}}}

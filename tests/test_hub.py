@@ -235,11 +235,13 @@ def _login(hub: Hub, student: str) -> requests.Session:
     return session
 
 
-def _pull(hub: Hub, session: requests.Session, student: str) -> str:
-    """nbgitpuller's pull of the student edition into the student's home (its link's API)."""
-    response = session.get(
+def _pull(hub: Hub, token: str, student: str) -> str:
+    """nbgitpuller's pull of the student edition into the student's home (what its link's
+    page asks the server for)."""
+    response = requests.get(
         f"{hub.url}/user/{student}/git-pull/api",
         params={"repo": str(hub.edition), "branch": "main", "targetpath": COPY},
+        headers={"Authorization": f"token {token}"},
         timeout=300,
     )
     response.raise_for_status()
@@ -313,20 +315,50 @@ async def _run_notebook(hub: Hub, student: str, token: str, path: str) -> dict:
 def class_run(hub):
     """Both students logged in and given their copy, then 00 run in both kernels at once."""
     sessions = {student: _login(hub, student) for student in STUDENTS}
-    pulls = {student: _pull(hub, sessions[student], student) for student in STUDENTS}
     tokens = {student: _user_token(hub, student) for student in STUDENTS}
+    pulls = {student: _pull(hub, tokens[student], student) for student in STUDENTS}
 
     async def both():
         runs = [_run_notebook(hub, s, tokens[s], f"{COPY}/00_start_here.ipynb") for s in STUDENTS]
         return dict(zip(STUDENTS, await asyncio.gather(*runs)))
 
+    servers = dict(zip(STUDENTS, _server_pids(hub)))  # in the order the students started
+    idle = {student: _rss_mib(pid) for student, pid in servers.items()}
     started = time.monotonic()
     runs = asyncio.run(both())
-    return sessions, pulls, runs, time.monotonic() - started
+    seconds = time.monotonic() - started
+    for student, pid in servers.items():  # a figure for INSTRUCTORS.md, not an assertion
+        print(
+            f"{student}: the server alone {idle[student][0]:.0f} MiB; after 00, the server "
+            f"{_rss_mib(pid)[0]:.0f} MiB and its kernel {_rss_mib(pid)[1]:.0f} MiB"
+        )
+    return sessions, pulls, runs, seconds, tokens
+
+
+def _rss_mib(pid: int) -> tuple[float, float]:
+    """The resident memory of a process and of its children together, in MiB (Linux)."""
+
+    def rss(p: int) -> float:
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except OSError:
+            return 0.0
+        return next(
+            (
+                int(line.split()[1]) / 1024
+                for line in status.splitlines()
+                if line.startswith("VmRSS:")
+            ),
+            0.0,
+        )
+
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = [int(c) for c in children.read_text().split()] if children.exists() else []
+    return rss(pid), sum(rss(k) for k in kids)
 
 
 def test_each_student_gets_their_own_copy_of_the_student_edition(hub, class_run):
-    _, pulls, _, _ = class_run
+    _, pulls, _, _, _ = class_run
     for student in STUDENTS:
         copy = hub.home(student) / COPY / "00_start_here.ipynb"
         assert copy.is_file(), pulls[student]
@@ -339,7 +371,7 @@ def test_each_student_gets_their_own_copy_of_the_student_edition(hub, class_run)
 
 
 def test_00_runs_in_both_students_kernels_at_once_in_the_hub_environment(hub, class_run):
-    _, _, runs, seconds = class_run
+    _, _, runs, seconds, _ = class_run
     print(f"00 in two kernels at once: {seconds:.0f} s")
     for student in STUDENTS:
         assert runs[student]["errors"] == [], runs[student]["errors"]
@@ -347,7 +379,7 @@ def test_00_runs_in_both_students_kernels_at_once_in_the_hub_environment(hub, cl
 
 
 def test_the_students_jupyterlab_has_the_widgets_and_no_authoring_tools(hub, class_run):
-    sessions, _, _, _ = class_run
+    sessions, _, _, _, _ = class_run
     for student in STUDENTS:
         page = sessions[student].get(f"{hub.url}/user/{student}/lab", timeout=60)
         page.raise_for_status()
@@ -365,7 +397,7 @@ def test_the_students_jupyterlab_has_the_widgets_and_no_authoring_tools(hub, cla
 
 
 def test_pulling_again_keeps_a_students_change(hub, class_run):
-    sessions, _, _, _ = class_run
+    _, _, _, _, tokens = class_run
     student = STUDENTS[0]
     mine = hub.home(student) / COPY / "00_start_here.ipynb"
     notebook = json.loads(mine.read_text())
@@ -378,7 +410,18 @@ def test_pulling_again_keeps_a_students_change(hub, class_run):
     (hub.edition / "NEWS.md").write_text("A new file from the course.\n")
     _git(hub.edition, "add", ".")
     _git(hub.edition, "commit", "--quiet", "-m", "The course changed")
-    _pull(hub, sessions[student], student)
+    _pull(hub, tokens[student], student)
     kept = json.loads(mine.read_text())
     assert kept["cells"][0]["source"] == ["# My notes on the first cell\n"]
     assert (hub.home(student) / COPY / "NEWS.md").is_file()
+
+
+def test_the_hub_environment_culls_idle_kernels_with_open_tabs_and_names_the_exchange(hub):
+    etc = Path(HUB_VENV) / "etc" / "jupyter"
+    culling = json.loads((etc / "jupyter_server_config.d" / "gradient-clinic.json").read_text())
+    assert culling["MappingKernelManager"]["cull_connected"] is True
+    assert culling["MappingKernelManager"]["cull_idle_timeout"] == 3600
+    students = (etc / "nbgrader_config.py").read_text()
+    assert "c.Exchange.root = '/srv/nbgrader/exchange'" in students
+    grading = [f"{HUB_VENV}/bin/python", "-c", "import gradient_clinic_grading"]
+    assert subprocess.run(grading, capture_output=True).returncode != 0  # the instructor's only

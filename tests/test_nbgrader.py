@@ -280,6 +280,17 @@ def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
         ]
 
 
+def test_the_students_hub_settings_name_the_instructors_course_and_exchange():
+    spec = importlib.util.spec_from_file_location("course_tasks", ROOT / "scripts" / "course.py")
+    tasks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tasks)
+    assert (tasks.NBGRADER_COURSE_ID, tasks.NBGRADER_EXCHANGE) == (
+        course.COURSE_ID,
+        course.EXCHANGE_ROOT,
+    )
+    assert f'c.Exchange.root = "{course.EXCHANGE_ROOT}"' in course.CONFIG
+
+
 def test_bad_target_says_what_was_expected(tmp_path):
     file = tmp_path / "a_file"
     file.write_text("")
