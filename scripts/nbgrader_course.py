@@ -69,6 +69,9 @@ c.Autograde.autograde_preprocessors = PREPROCESSORS
 # A solution region follows the course's starting code, which the learner changes.
 c.ClearSolutions.code_stub = {{"python": {CODE_STUB!r}}}
 c.Execute.timeout = {CELL_TIMEOUT}
+# The kernel autograde starts talks to it over local sockets, not TCP (ipykernel warns on every
+# TCP start that it is unencrypted).
+c.KernelManager.transport = "ipc"
 '''
 
 
