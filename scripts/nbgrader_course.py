@@ -69,9 +69,9 @@ c.Autograde.autograde_preprocessors = PREPROCESSORS
 # A solution region follows the course's starting code, which the learner changes.
 c.ClearSolutions.code_stub = {{"python": {CODE_STUB!r}}}
 c.Execute.timeout = {CELL_TIMEOUT}
-# The kernel autograde starts talks to it over local sockets, not TCP (ipykernel warns on every
-# TCP start that it is unencrypted).
-c.KernelManager.transport = "ipc"
+# The kernel autograde starts logs errors only: ipykernel warns on every start on 127.0.0.1 that
+# TCP is unencrypted (a student's own warnings, Python's, still show in their outputs).
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 '''
 
 

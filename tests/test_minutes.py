@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -232,3 +233,26 @@ def test_write_puts_the_measure_in_the_time_line_and_the_readme(tmp_path):
     assert minutes.readme_minutes(readme) == {"99_tiny": figure}
     assert minutes.write(tmp_path) == []
     assert (minutes.rounded(28.5), minutes.rounded(31.3)) == (29, 31)
+
+
+def test_write_puts_the_plan_into_instructors_and_a_second_run_changes_nothing():
+    """INSTRUCTORS.md's minutes lines, plan table and homework sheets are generated: a stale
+    figure in each is written back to the plan's, and the page as it is needs no change."""
+    text = (ROOT / "INSTRUCTORS.md").read_text()
+    plan = minutes.class_plan()
+    assert minutes.write_instructors(text, plan) == text
+    stale = text.replace("**Minutes (14):** cells live 9", "**Minutes (14):** cells live 8")
+    stale = re.sub(r"^(\| 00 start here \| )\d+", r"\g<1>99", stale, flags=re.M)
+    stale = stale.replace("| 0.1 | `00_start_here` | 4 | 4 |", "| 0.1 | `00_start_here` | 4 | 5 |")
+    assert stale.count("99") > text.count("99") and stale != text
+    assert minutes.write_instructors(stale, plan) == text
+
+
+def test_a_homework_sheet_says_its_time_with_the_reading_and_leaves_optional_work_ungraded():
+    plan = minutes.class_plan()
+    for session in (1, 2):
+        ours = [m for m in plan if m.session == session]
+        sheet = minutes.sheet_text(session, plan)
+        assert f"is about {sum(m.homework for m in ours)} minutes" in " ".join(sheet.split())
+    assert all(e != "7.1" for e, *_ in minutes.homework_sheet(2))
+    assert "7.1 (07, optional) is not graded" in " ".join(minutes.sheet_text(2, plan).split())
