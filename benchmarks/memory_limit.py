@@ -49,6 +49,14 @@ def make_cgroup(name: str, limit: int) -> tuple[Path, Path, str]:
     raise SystemExit("no memory cgroup to write here (needs root and cgroup v1 or v2 memory)")
 
 
+def peak_usage(folder: Path) -> int:
+    """The cgroup's peak memory use in bytes (-1 where the kernel does not say)."""
+    for name in ("memory.max_usage_in_bytes", "memory.peak"):
+        if (folder / name).exists():
+            return int((folder / name).read_text())
+    return -1
+
+
 def oom_kills(folder: Path, events: str) -> int:
     for line in (folder / events).read_text().splitlines():
         if line.startswith("oom_kill "):
@@ -85,31 +93,33 @@ async def run_06(work: Path) -> tuple[str, int | None, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--limit-mib", type=int, default=800)
+    parser.add_argument("--limit-mib", type=int, nargs="+", default=[2000, 500])
     parser.add_argument("--output", type=Path, help="also write the report to this file")
     args = parser.parse_args()
-    limit = args.limit_mib * MIB
-    folder, parent, events = make_cgroup(f"gradient-clinic-memory-{os.getpid()}", limit)
-    try:
-        (folder / "cgroup.procs").write_text(str(os.getpid()))
-        with tempfile.TemporaryDirectory(prefix="memory-limit-") as work:
-            shutil.copy(ROOT / "notebooks" / "06_capstone.ipynb", work)
-            raised, code, cells = asyncio.run(run_06(Path(work)))
-        kills = oom_kills(folder, events)
-    finally:
-        (parent / "cgroup.procs").write_text(str(os.getpid()))
-        folder.rmdir()
-    ended = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
     lines = [
         f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
-        f"Python {platform.python_version()}",
-        f"memory limit: {args.limit_mib} MiB for this process (the server's stand-in) and the "
-        f"kernel together ({'cgroup v1' if parent == V1 else 'cgroup v2'}, no swap counted)",
-        f"06 in the kernel: the kernel ended with {ended}; OOM kills in the cgroup: {kills}; "
-        f"code cells run: {cells}",
-        f"nbclient raised: {raised}",
-        f"JupyterLab shows: {class_load.jupyterlab_dialog()}",
+        f"Python {platform.python_version()}; JupyterLab, when a kernel dies: "
+        f"{class_load.jupyterlab_dialog()}"
     ]
+    for limit_mib in args.limit_mib:
+        folder, parent, events = make_cgroup(
+            f"gradient-clinic-memory-{os.getpid()}", limit_mib * MIB
+        )
+        try:
+            (folder / "cgroup.procs").write_text(str(os.getpid()))
+            with tempfile.TemporaryDirectory(prefix="memory-limit-") as work:
+                shutil.copy(ROOT / "notebooks" / "06_capstone.ipynb", work)
+                raised, code, cells = asyncio.run(run_06(Path(work)))
+            kills, peak = oom_kills(folder, events), peak_usage(folder)
+        finally:
+            (parent / "cgroup.procs").write_text(str(os.getpid()))
+            folder.rmdir()
+        ended = f"signal {-code}" if code is not None and code < 0 else "running to the end"
+        lines += [
+            f"limit {limit_mib} MiB ({'cgroup v1' if parent == V1 else 'cgroup v2'}) for this "
+            f"process, the server's stand-in, and the kernel: peak use {peak / MIB:.0f} MiB; the "
+            f"kernel: {ended}; OOM kills: {kills}; code cells run: {cells}; nbclient: {raised}"
+        ]
     report = "\n".join(lines)
     print(report)
     if args.output:

@@ -285,6 +285,7 @@ def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
 def test_the_students_hub_settings_name_the_instructors_course_and_exchange():
     spec = importlib.util.spec_from_file_location("course_tasks", ROOT / "scripts" / "course.py")
     tasks = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tasks  # its dataclasses look their module up
     spec.loader.exec_module(tasks)
     assert (tasks.NBGRADER_COURSE_ID, tasks.NBGRADER_EXCHANGE) == (
         course.COURSE_ID,
