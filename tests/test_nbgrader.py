@@ -1,11 +1,13 @@
 """The nbgrader assignments (``./course.sh nbgrader``, ``scripts/nbgrader_course.py``) grade as
-the checkers do: nbgrader itself cuts the solutions and autogrades three submissions of each
+the checkers do: nbgrader itself cuts the solutions and autogrades four submissions of each
 assignment. The reference solutions score full marks, the starting code (the released notebook
 as a learner gets it) scores 0, and a near miss a learner really writes scores 0 on its
 exercise and full marks on the others.
 
-One ``autograde`` per assignment grades its three submissions (about 90 s on two cores: each
-submission runs the assignment's checkers once, nothing of the lessons).
+One ``autograde`` per assignment grades its four submissions (about 6 minutes for both on two
+cores that other jobs shared: each answer is graded in a fresh interpreter forked from one
+that imported the checkers once; nothing of the lessons runs). Three cheats (a reference
+imported, a reference assigned, the checker replaced from the answer cell) score 0.
 """
 
 from __future__ import annotations
