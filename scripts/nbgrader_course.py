@@ -3,9 +3,9 @@
     python scripts/nbgrader_course.py [DIR]     # default: nbgrader/ (git-ignored)
     ./course.sh nbgrader [DIR]                  # the same, with requirements-instructor.txt
 
-``DIR`` gets ``nbgrader_config.py`` and ``source/homeworkN/homeworkN.ipynb``, one assignment
-per session of INSTRUCTORS.md's plan, holding the exercises that session gives as homework
-(``notebook_minutes.homework_sheet``: minutes and points, a point per solo minute). The
+``DIR`` gets ``nbgrader_config.py``, ``grading/`` and ``source/homeworkN/homeworkN.ipynb``, one
+assignment per session of INSTRUCTORS.md's plan, holding the exercises that session gives as
+homework (``notebook_minutes.homework_sheet``: minutes and points, a point per solo minute). The
 notebook is the session's homework sheet: a table of its exercises, a setup cell (the course's
 first code cell), then each exercise as the course has it (``make_student_edition.exercises``):
 
@@ -14,9 +14,13 @@ first code cell), then each exercise as the course has it (``make_student_editio
   course reveals between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, where it redefines the
   function. ``nbgrader generate_assignment`` cuts that region (``ClearSolutions.code_stub`` is a
   comment), so a learner starts from the course's starting code;
-* an autograded test cell (``nbgrader.grade``, its points): the checker's call, asserting the
-  verdict. It raises unless the checker says "Solved", so the checker's verdict is the grade,
-  and its message and hint (the ``AssertionError``) are the feedback;
+* a locked check cell (``nbgrader.grade``, its points): the course's checker on the learner's
+  function, their feedback while they work. Under ``autograde`` it runs nothing in the
+  learner's kernel: the grading package (``grading/gradient_clinic_grading``, written here
+  from ``scripts/gradient_clinic_grading`` and a copy of ``helpers/exercises``; never in the
+  students' environment) grades the answer cell's source in a fresh interpreter and gives the
+  cell the checker's verdict: full points for "Solved", else an ``AssertionError`` with the
+  checker's message and hint, the feedback;
 * its hints (words, no code).
 
 Nothing of the lessons is copied: an assignment runs only what its exercises need. Running it
