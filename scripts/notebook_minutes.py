@@ -255,14 +255,8 @@ CLASS_PLAN = {
         parts=(("Suspect 2", SUMMARISED), ("Suspect 4", SUMMARISED), ("Summary", SUMMARISED)),
         in_class=("1.1",),
     ),
-    "02": ClassPlan(  # step 4 (truncation on purpose) is exercise 2.1's: summarised, for slack
-        1,
-        parts=(
-            ("Step 2", SUMMARISED),
-            ("Step 4", SUMMARISED),
-            ("Step 5", SUMMARISED),
-            ("Summary", SUMMARISED),
-        ),
+    "02": ClassPlan(
+        1, parts=(("Step 2", SUMMARISED), ("Step 5", SUMMARISED), ("Summary", SUMMARISED))
     ),
     "03": ClassPlan(2, parts=(("4. ", SUMMARISED), ("Summary", SUMMARISED))),
     # Session 2 at a class's pace (03 took 25-30 minutes, 04 40-45 with its exercise in class):
@@ -581,18 +575,19 @@ def sheet_text(session: int, plan: list[ClassMinutes], root: Path = ROOT) -> str
     included), so that the sheet's figures and its notebooks' lines agree."""
     rows = homework_sheet(session, root)
     ours = [m for m in plan if m.session == session]
-    optional = [e for m in ours if m.optional for e in m.homework_exercises]
+    graded = [m for m in ours if not m.optional]
     reading = (
-        f"With the reading, homework {session} is about {sum(m.homework for m in ours)} minutes: "
-        "the **Homework** lines of "
-        + ", ".join(f"{m.notebook[:2]} ({m.homework})" for m in ours if m.homework)
+        f"With the reading, homework {session} is about {sum(m.homework for m in graded)} "
+        "minutes: the **Homework** lines of "
+        + ", ".join(f"{m.notebook[:2]} ({m.homework})" for m in graded if m.homework)
         + ", each with its exercises"
-        + (
-            f"; {', '.join(optional)} ({', '.join(m.notebook[:2] for m in ours if m.optional)}, "
-            "optional) is not graded."
-            if optional
-            else "."
+        + "".join(
+            f"; {m.notebook[:2]} ({m.homework} minutes, with "
+            f"{', '.join(m.homework_exercises) or 'no exercise'}) is optional and not graded"
+            for m in ours
+            if m.optional
         )
+        + "."
     )
     lines = [
         "| exercise | notebook | minutes | points |",
