@@ -419,6 +419,16 @@ STUDENTS_NBGRADER_CONFIG = VENV / "etc" / "jupyter" / "nbgrader_config.py"
 KERNEL_CULLING_FILE = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "gradient-clinic.json"
 
 
+def students_nbgrader_config() -> str:
+    """The students' nbgrader settings in the hub environment: the course and the exchange."""
+    return (
+        "# The students' nbgrader settings on the hub (./course.sh hub writes this file): the\n"
+        "# course and the exchange of scripts/nbgrader_course.py's nbgrader_config.py.\n"
+        f"c.CourseDirectory.course_id = {NBGRADER_COURSE_ID!r}\n"
+        f"c.Exchange.root = {NBGRADER_EXCHANGE!r}\n"
+    )
+
+
 def hub() -> int:
     """The students' environment on a JupyterHub (INSTRUCTORS.md, the hub recipe): the hub lock
     (the course, JupyterHub's single-user server, nbgitpuller, nbgrader for the exchange)
@@ -433,12 +443,7 @@ def hub() -> int:
             return status
     KERNEL_CULLING_FILE.parent.mkdir(parents=True, exist_ok=True)
     KERNEL_CULLING_FILE.write_text(json.dumps(KERNEL_CULLING, indent=2) + "\n")
-    STUDENTS_NBGRADER_CONFIG.write_text(
-        "# The students' nbgrader settings on the hub (./course.sh hub writes this file): the\n"
-        "# course and the exchange of scripts/nbgrader_course.py's nbgrader_config.py.\n"
-        f"c.CourseDirectory.course_id = {NBGRADER_COURSE_ID!r}\n"
-        f"c.Exchange.root = {NBGRADER_EXCHANGE!r}\n"
-    )
+    STUDENTS_NBGRADER_CONFIG.write_text(students_nbgrader_config())
     print(f"The students' hub environment is ready: {VENV} (its server: jupyterhub-singleuser).")
     return 0
 

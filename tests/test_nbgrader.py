@@ -284,11 +284,17 @@ def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
         ]
 
 
-def test_the_students_hub_settings_name_the_instructors_course_and_exchange():
+def _course_tasks():
+    """scripts/course.py, the tasks ./course.sh runs (``hub`` writes the students' settings)."""
     spec = importlib.util.spec_from_file_location("course_tasks", ROOT / "scripts" / "course.py")
     tasks = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = tasks  # its dataclasses look their module up
     spec.loader.exec_module(tasks)
+    return tasks
+
+
+def test_the_students_hub_settings_name_the_instructors_course_and_exchange():
+    tasks = _course_tasks()
     assert (tasks.NBGRADER_COURSE_ID, tasks.NBGRADER_EXCHANGE) == (
         course.COURSE_ID,
         course.EXCHANGE_ROOT,
@@ -301,3 +307,30 @@ def test_bad_target_says_what_was_expected(tmp_path):
     file.write_text("")
     with pytest.raises(NotADirectoryError, match="expected a folder"):
         course.write_course(file)
+
+
+def test_the_exchange_from_release_to_export_without_a_warning(tmp_path):
+    """INSTRUCTORS.md's commands on a hub, one account playing the instructor and a student:
+    release into the exchange, fetch and submit from the student's folder, collect, export."""
+    pytest.importorskip("nbgrader", reason="nbgrader is in requirements-dev.txt")
+    folder, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "exchange"
+    student.mkdir()
+    exchange.mkdir()
+    exchange.chmod(0o777)  # every account reads and writes it
+    course.write_course(folder)
+    # The student's settings as ./course.sh hub writes them; the exchange here is a temporary one.
+    (student / "nbgrader_config.py").write_text(_course_tasks().students_nbgrader_config())
+    where = [f"--Exchange.root={exchange}"]
+    _nbgrader(folder, "generate_assignment", "homework1")
+    _nbgrader(folder, "release_assignment", "homework1", *where)
+    _nbgrader(student, "fetch_assignment", "homework1", *where)
+    fetched = student / "homework1" / "homework1.ipynb"
+    assert fetched.is_file()
+    _nbgrader(student, "submit", "homework1", *where)
+    _nbgrader(folder, "collect", "homework1", *where)
+    (submitted,) = (folder / "submitted").glob("*/homework1/homework1.ipynb")
+    assert submitted.read_bytes() == fetched.read_bytes()
+    _nbgrader(folder, "export")
+    assert (folder / "grades.csv").read_text().startswith("assignment,")
+    log = "\n".join((place / "nbgrader.log").read_text() for place in (folder, student))
+    assert "WARNING" not in log, log
