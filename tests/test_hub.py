@@ -10,8 +10,8 @@ keeps a student's change. Everything the test starts is stopped at the end.
 It needs the hub environment (``GRADIENT_CLINIC_HUB_VENV``, made by ``VENV=... ./course.sh
 hub``) and configurable-http-proxy (``CONFIGURABLE_HTTP_PROXY`` or on PATH; ``npm install
 configurable-http-proxy``); ``.ci/run`` makes both. Without them it skips, and fails under CI.
-About 2.5 minutes on two cores that other jobs shared (152 s; 00 in both kernels at once:
-92 s), most of it the two kernels running 00.
+Measured on two cores: 27 s (00 in both kernels at once: 12 s) when nothing else ran, 152 s
+(00: 92 s) while other jobs loaded them; most of it the two kernels running 00.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ assignment. The reference solutions score full marks, the starting code (the rel
 as a learner gets it) scores 0, and a near miss a learner really writes scores 0 on its
 exercise and full marks on the others.
 
-One ``autograde`` per assignment grades its four submissions (about 6 minutes for both on two
-cores that other jobs shared: each answer is graded in a fresh interpreter forked from one
+One ``autograde`` per assignment grades its four submissions (both in about 2 minutes on two
+cores, 6 while other jobs loaded them: each answer is graded in a fresh interpreter forked from one
 that imported the checkers once; nothing of the lessons runs). Three cheats (a reference
 imported, a reference assigned, the checker replaced from the answer cell) score 0.
 """
