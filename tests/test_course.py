@@ -247,3 +247,16 @@ def test_a_failing_run_ends_by_naming_its_failures(tmp_path):
     assert result.returncode == 1
     last = result.stdout.strip().splitlines()[-2:]
     assert last[0].startswith("FAILED test_red.py::test_red"), result.stdout[-600:]
+
+
+def test_the_hub_turns_off_nbgraders_authoring_plugins_by_their_real_names():
+    """Disabling a plugin name nbgrader does not have succeeds and hides nothing: every name
+    ./course.sh hub turns off is one nbgrader's JupyterLab extension registers, and its
+    Assignments tab (the exchange, for students) is not among them."""
+    nbgrader = Path(sys.prefix) / "share/jupyter/labextensions/@jupyter/nbgrader/static"
+    if not nbgrader.is_dir():
+        pytest.skip("nbgrader is in requirements-dev.txt")
+    registered = "\n".join(path.read_text() for path in nbgrader.glob("*.js"))
+    for plugin in course.AUTHORING_PLUGINS:
+        assert f'"{plugin}"' in registered, plugin
+    assert "@jupyter/nbgrader:assignment-list" not in course.AUTHORING_PLUGINS

@@ -17,6 +17,7 @@ Measured on two cores: 27 s (00 in both kernels at once: 12 s) when nothing else
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import secrets
@@ -38,13 +39,11 @@ HUB_VENV = os.environ.get("GRADIENT_CLINIC_HUB_VENV")
 PROXY = os.environ.get("CONFIGURABLE_HTTP_PROXY") or shutil.which("configurable-http-proxy")
 STUDENTS = ("alice", "bob")
 COPY = "gradient-clinic"  # the folder nbgitpuller makes in each student's home
-# Turned off by ./course.sh hub (scripts/course.py AUTHORING_PLUGINS).
-AUTHORING = (
-    "@jupyter/nbgrader:formgrader",
-    "@jupyter/nbgrader:create-assignment",
-    "@jupyter/nbgrader:course-list",
-    "@jupyter/nbgrader:validate-assignment",
-)
+_spec = importlib.util.spec_from_file_location("course_tasks", ROOT / "scripts" / "course.py")
+course_tasks = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = course_tasks
+_spec.loader.exec_module(course_tasks)
+AUTHORING = course_tasks.AUTHORING_PLUGINS  # what ./course.sh hub turns off
 
 
 def _free_port() -> int:
