@@ -19,7 +19,10 @@
     ./course.sh nbgrader [DIR] write an nbgrader course folder (default nbgrader/): one
                               assignment per class session, from the homework exercises
     ./course.sh lock          re-lock requirements.txt, requirements-instructor.txt,
-                              requirements-dev.txt and requirements-lint.txt with uv
+                              requirements-hub.txt, requirements-dev.txt and
+                              requirements-lint.txt with uv
+    ./course.sh hub           install the students' environment for a JupyterHub
+                              (requirements-hub.txt), nbgrader's authoring tools off
     ./course.sh contributor   install the dev lock and make git diff and merge notebooks as
                               cells (nbdime's drivers, for this clone)
 
@@ -30,6 +33,7 @@ imported here: ``doctor`` must work before anything is installed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -46,6 +50,7 @@ DEV_LOCK = ROOT / "requirements-dev.txt"  # the course plus the test and authori
 INSTRUCTOR_LOCK = ROOT / "requirements-instructor.txt"  # the course plus nbgrader
 LINT_LOCK = ROOT / "requirements-lint.txt"  # ruff and import-linter alone, at the dev versions
 LINT_VENV = VENV.with_name(f"{VENV.name}-lint")  # ./course.sh lint's own environment
+HUB_LOCK = ROOT / "requirements-hub.txt"  # the course plus a student's server on a JupyterHub
 PIP = "pip==26.3"  # the pip that installs the locks (locked with them, hashes included)
 NEED_GB = 4  # the environment takes about 3 GB; pip needs about 1 GB more while it installs
 WIDGETS_EXTENSION = "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager"
@@ -76,14 +81,23 @@ class Check:
         return f"{self.state:<8} {self.text}"
 
 
+# The oldest Python the locks install on: the course lock's soupsieve 4.1.3 needs 3.11.5 (Debian
+# 12's python3 is 3.11.2). course.sh checks the same before it makes the environment.
+OLDEST_PYTHON = (3, 11, 5)
+NEWEST_MINOR = (3, 13)
+
+
 def check_python(version: tuple[int, int, int] = sys.version_info[:3]) -> Check:
     shown = ".".join(map(str, version))
-    if (3, 11) <= version[:2] <= (3, 13):
-        return Check("ok", f"Python {shown} in {VENV} (3.11, 3.12 and 3.13 run the course)")
+    if OLDEST_PYTHON <= tuple(version) and tuple(version[:2]) <= NEWEST_MINOR:
+        return Check(
+            "ok", f"Python {shown} in {VENV} (3.11.5 or later, 3.12 and 3.13 run the course)"
+        )
     return Check(
         "PROBLEM",
-        f"Python: {VENV} has Python {shown}; the course runs on 3.11, 3.12 "
-        f"or 3.13. Fix: rm -rf {VENV} && ./course.sh lab",
+        f"Python: {VENV} has Python {shown}; the course runs on 3.11.5 or later, 3.12 or 3.13 "
+        "(the course lock's soupsieve 4.1.3 needs 3.11.5). Fix: rm -rf "
+        f"{VENV} && PYTHON=python3.12 ./course.sh lab (a Python from 3.11.5 to 3.13)",
     )
 
 
@@ -94,7 +108,11 @@ def installed(lock: Path) -> bool:
     stamp = VENV / f".installed-{lock.name}"
     if stamp.is_file() and stamp.read_text() == _fingerprint(lock):
         return True
-    holders = {COURSE_LOCK: (INSTRUCTOR_LOCK, DEV_LOCK), INSTRUCTOR_LOCK: (DEV_LOCK,)}
+    holders = {
+        COURSE_LOCK: (INSTRUCTOR_LOCK, HUB_LOCK, DEV_LOCK),
+        INSTRUCTOR_LOCK: (DEV_LOCK,),
+        HUB_LOCK: (DEV_LOCK,),
+    }
     return any(installed(holder) for holder in holders.get(lock, ()))
 
 
@@ -358,11 +376,11 @@ def portability(args: Sequence[str]) -> int:
 
 
 def lock() -> int:
-    """The four locks with uv, hashes included, for Python 3.11 to 3.13 on every platform
+    """The five locks with uv, hashes included, for Python 3.11 to 3.13 on every platform
     (``--universal``). uv keeps the versions a lock already has where they still fit; the
-    instructor lock keeps the course lock's versions (``-c``), the dev lock both others', the
-    lint lock (the ``lint`` extra alone) the dev lock's. The stored outputs are made with the
-    course lock."""
+    instructor lock keeps the course lock's versions (``-c``), the hub lock both, the dev lock
+    the three others', the lint lock (the ``lint`` extra alone) the dev lock's. The stored
+    outputs are made with the course lock."""
     import tomllib
 
     compile_ = [
@@ -380,7 +398,12 @@ def lock() -> int:
     for output, extra in (
         (COURSE_LOCK, []),
         (INSTRUCTOR_LOCK, ["--extra", "instructor", "-c", COURSE_LOCK.name]),
-        (DEV_LOCK, ["--extra", "dev", "-c", COURSE_LOCK.name, "-c", INSTRUCTOR_LOCK.name]),
+        (HUB_LOCK, ["--extra", "hub", "-c", COURSE_LOCK.name, "-c", INSTRUCTOR_LOCK.name]),
+        (
+            DEV_LOCK,
+            ["--extra", "dev", *("-c", COURSE_LOCK.name, "-c", INSTRUCTOR_LOCK.name)]
+            + ["-c", HUB_LOCK.name],
+        ),
     ):
         if status := run(*compile_, *extra, "-o", output.name, stdin=PIP):
             return status
@@ -388,6 +411,70 @@ def lock() -> int:
     lints = "\n".join([*project["optional-dependencies"]["lint"], PIP])
     linted = [c for c in compile_ if c != "pyproject.toml"]
     return run(*linted, "-c", DEV_LOCK.name, "-o", LINT_LOCK.name, stdin=lints)
+
+
+# nbgrader's parts a student does not use on a hub, turned off in the hub environment: the
+# instructor's tools (the formgrader, "Create Assignment", the course list, their menu) and
+# "Validate". Its Assignments tab stays: students fetch and submit through the exchange.
+AUTHORING_PLUGINS = (
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:course-list",
+    "@jupyter/nbgrader:validate-assignment",
+    "@jupyter/nbgrader:menu",
+)
+AUTHORING_SERVER_EXTENSIONS = (
+    "nbgrader.server_extensions.formgrader",
+    "nbgrader.server_extensions.course_list",
+    "nbgrader.server_extensions.validate_assignment",
+)
+
+
+# Every student server started from the hub environment reads this: a kernel idle for an hour
+# is shut down even while its notebook's tab is open (cull_connected; without it, an open tab
+# keeps a kernel's memory, about 750 MiB after 06, for the whole day).
+KERNEL_CULLING = {
+    "MappingKernelManager": {
+        "cull_idle_timeout": 3600,
+        "cull_interval": 300,
+        "cull_connected": True,
+    }
+}
+# The students' side of nbgrader's exchange: the course and the exchange folder of the
+# instructor's nbgrader_config.py (scripts/nbgrader_course.py COURSE_ID and EXCHANGE_ROOT).
+NBGRADER_COURSE_ID = "gradient-clinic"
+NBGRADER_EXCHANGE = "/srv/nbgrader/exchange"
+STUDENTS_NBGRADER_CONFIG = VENV / "etc" / "jupyter" / "nbgrader_config.py"
+KERNEL_CULLING_FILE = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "gradient-clinic.json"
+
+
+def students_nbgrader_config() -> str:
+    """The students' nbgrader settings in the hub environment: the course and the exchange."""
+    return (
+        "# The students' nbgrader settings on the hub (./course.sh hub writes this file): the\n"
+        "# course and the exchange of scripts/nbgrader_course.py's nbgrader_config.py.\n"
+        f"c.CourseDirectory.course_id = {NBGRADER_COURSE_ID!r}\n"
+        f"c.Exchange.root = {NBGRADER_EXCHANGE!r}\n"
+    )
+
+
+def hub() -> int:
+    """The students' environment on a JupyterHub (INSTRUCTORS.md, the hub recipe): the hub lock
+    (the course, JupyterHub's single-user server, nbgitpuller, nbgrader for the exchange)
+    installed into this environment, and nbgrader's authoring tools turned off in it."""
+    setup(HUB_LOCK)
+    for plugin in AUTHORING_PLUGINS:  # locked too: a student cannot turn it back on
+        for action in ("disable", "lock"):
+            if status := run("jupyter", "labextension", action, "--level=sys_prefix", plugin):
+                return status
+    for extension in AUTHORING_SERVER_EXTENSIONS:
+        if status := run("jupyter", "server", "extension", "disable", "--sys-prefix", extension):
+            return status
+    KERNEL_CULLING_FILE.parent.mkdir(parents=True, exist_ok=True)
+    KERNEL_CULLING_FILE.write_text(json.dumps(KERNEL_CULLING, indent=2) + "\n")
+    STUDENTS_NBGRADER_CONFIG.write_text(students_nbgrader_config())
+    print(f"The students' hub environment is ready: {VENV} (its server: jupyterhub-singleuser).")
+    return 0
 
 
 def nbdime_settings(bin_dir: Path = VENV / "bin") -> list[tuple[str, str]]:
@@ -459,6 +546,8 @@ def main(argv: Sequence[str]) -> int:
     if command == "nbgrader":  # writing needs nbformat only; grading needs nbgrader itself
         setup(INSTRUCTOR_LOCK)
         return run(sys.executable, "-m", "scripts.nbgrader_course", *args)
+    if command == "hub":
+        return hub()
     if command == "contributor":
         setup(DEV_LOCK)
         return contributor()

@@ -3,9 +3,9 @@
     python scripts/nbgrader_course.py [DIR]     # default: nbgrader/ (git-ignored)
     ./course.sh nbgrader [DIR]                  # the same, with requirements-instructor.txt
 
-``DIR`` gets ``nbgrader_config.py`` and ``source/homeworkN/homeworkN.ipynb``, one assignment
-per session of INSTRUCTORS.md's plan, holding the exercises that session gives as homework
-(``notebook_minutes.homework_sheet``: minutes and points, a point per solo minute). The
+``DIR`` gets ``nbgrader_config.py``, ``grading/`` and ``source/homeworkN/homeworkN.ipynb``, one
+assignment per session of INSTRUCTORS.md's plan, holding the exercises that session gives as
+homework (``notebook_minutes.homework_sheet``: minutes and points, a point per solo minute). The
 notebook is the session's homework sheet: a table of its exercises, a setup cell (the course's
 first code cell), then each exercise as the course has it (``make_student_edition.exercises``):
 
@@ -14,9 +14,13 @@ first code cell), then each exercise as the course has it (``make_student_editio
   course reveals between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, where it redefines the
   function. ``nbgrader generate_assignment`` cuts that region (``ClearSolutions.code_stub`` is a
   comment), so a learner starts from the course's starting code;
-* an autograded test cell (``nbgrader.grade``, its points): the checker's call, asserting the
-  verdict. It raises unless the checker says "Solved", so the checker's verdict is the grade,
-  and its message and hint (the ``AssertionError``) are the feedback;
+* a locked check cell (``nbgrader.grade``, its points): the course's checker on the learner's
+  function, their feedback while they work. Under ``autograde`` it runs nothing in the
+  learner's kernel: the grading package (``grading/gradient_clinic_grading``, written here
+  from ``scripts/gradient_clinic_grading`` and a copy of ``helpers/exercises``; never in the
+  students' environment) grades the answer cell's source in a fresh interpreter and gives the
+  cell the checker's verdict: full points for "Solved", else an ``AssertionError`` with the
+  checker's message and hint, the feedback;
 * its hints (words, no code).
 
 Nothing of the lessons is copied: an assignment runs only what its exercises need. Running it
@@ -30,6 +34,7 @@ nbgrader")::
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -40,19 +45,36 @@ from scripts import notebook_minutes as minutes
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_ID = "gradient-clinic"
+EXCHANGE_ROOT = "/srv/nbgrader/exchange"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 # What generate_assignment leaves where the solution was: the starting code stays above it.
 CODE_STUB = "# Change the function above until the check below says Solved."
 CELL_TIMEOUT = 300  # seconds a cell may run under autograde (a checker trains a small model)
+GRADING = Path(__file__).resolve().parent / "gradient_clinic_grading"  # the grading package
 CONFIG = f'''"""nbgrader's settings for the Gradient Clinic assignments (scripts/nbgrader_course.py
 writes this file; run nbgrader from this folder, in the course environment)."""
 
+import sys
+from pathlib import Path
+
+# The grading package beside this file (grading/gradient_clinic_grading): the checkers and
+# their references, which the students' environment does not hold, and the preprocessors that
+# grade each answer in a fresh interpreter on the answer cell alone.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "grading"))
+from gradient_clinic_grading.autograde import PREPROCESSORS  # noqa: E402
+
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "{COURSE_ID}"
-c.CourseDirectory.db_assignments = {{assignments}}
+# The exchange on a hub: a folder every account reads and writes (INSTRUCTORS.md); the students'
+# side is set in their hub environment by ./course.sh hub.
+c.Exchange.root = "{EXCHANGE_ROOT}"
+c.Autograde.autograde_preprocessors = PREPROCESSORS
 # A solution region follows the course's starting code, which the learner changes.
-c.ClearSolutions.code_stub = {{{{"python": {CODE_STUB!r}}}}}
+c.ClearSolutions.code_stub = {{"python": {CODE_STUB!r}}}
 c.Execute.timeout = {CELL_TIMEOUT}
+# The kernel autograde starts logs errors only: ipykernel warns on every start on 127.0.0.1 that
+# TCP is unencrypted (a student's own warnings, Python's, still show in their outputs).
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 '''
 
 
@@ -118,9 +140,9 @@ def assignment(session: int, root: Path = ROOT) -> nbformat.NotebookNode:
             solution = f"{exercise.starter.source}\n\n\n{BEGIN}\n{exercise.solution}{END}"
             test = (
                 f"from {module} import {check}\n\n"
-                f"verdict = {check}({spec['function']})\n"
-                "assert verdict, verdict  # the grade: this cell raises unless it says Solved\n"
-                "verdict"
+                "# Your feedback: the course's checker on your function. The grade is the same\n"
+                "# check, run apart on your answer cell alone: all the points for Solved.\n"
+                f"{check}({spec['function']})"
             )
             cells += [
                 nbformat.v4.new_markdown_cell(title),
@@ -144,6 +166,37 @@ def assignment(session: int, root: Path = ROOT) -> nbformat.NotebookNode:
     return notebook
 
 
+def graded_exercises(root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """Which checker grades which answer, by the check cell's grade id: the answer cell's grade
+    id, the checker in the grading package and the function the answer defines."""
+    specs = {}
+    for path in edition.course_notebooks(root):
+        for exercise in edition.exercises(path):
+            key = exercise.id.replace(".", "_")
+            spec = exercise.starter.metadata["exercise"]
+            specs[f"check_{key}"] = {
+                "answer": f"exercise_{key}",
+                "checker": spec["checker"].replace(
+                    "helpers.exercises", "gradient_clinic_grading.checkers"
+                ),
+                "function": spec["function"],
+            }
+    return specs
+
+
+def grading_package(target: Path, root: Path = ROOT) -> dict[Path, str]:
+    """The files of ``grading/gradient_clinic_grading`` in the course folder: the package's
+    own modules, ``exercises.json``, and the course's checkers and references as
+    ``checkers/`` (every ``helpers.exercises`` renamed ``gradient_clinic_grading.checkers``)."""
+    package = target / "grading" / "gradient_clinic_grading"
+    files = {package / path.name: path.read_text() for path in sorted(GRADING.glob("*.py"))}
+    files[package / "exercises.json"] = json.dumps(graded_exercises(root), indent=1) + "\n"
+    for path in sorted((root / "helpers" / "exercises").glob("*.py")):
+        text = path.read_text().replace("helpers.exercises", "gradient_clinic_grading.checkers")
+        files[package / "checkers" / path.name] = text
+    return files
+
+
 def write_course(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
     """Write the nbgrader course folder into ``target``: ``(path, written)`` per file,
     ``written`` False where the file was already exactly this."""
@@ -153,16 +206,15 @@ def write_course(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
             f"expected a folder for the nbgrader course, got the file {target}"
         )
     sessions = sorted({m.session for m in minutes.class_plan(root)})
+    sessions = [s for s in sessions if minutes.homework_sheet(s, root)]
     files = {
         target
         / "source"
         / assignment_name(s)
         / f"{assignment_name(s)}.ipynb": edition.notebook_text(assignment(s, root))
         for s in sessions
-        if minutes.homework_sheet(s, root)
     }
-    names = [{"name": path.stem} for path in files]
-    files = {target / "nbgrader_config.py": CONFIG.format(assignments=names), **files}
+    files = {target / "nbgrader_config.py": CONFIG, **files, **grading_package(target, root)}
     return [(path, edition.write_if_changed(path, text)) for path, text in files.items()]
 
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,13 +234,18 @@ SLACK_MINUTES = 10  # every session keeps at least this much for what a plan can
 @dataclass(frozen=True)
 class ClassPlan:
     """How one notebook is taught: its session, how a part not named is taught (``default``),
-    the parts named by the start of their heading with theirs, and the exercises done in
-    class (the others are homework)."""
+    the parts named by the start of their heading with theirs, the exercises done in class
+    (the others are homework), the scripted talks, and whether the notebook is optional."""
 
     session: int
     default: str = LIVE
     parts: tuple[tuple[str, str], ...] = ()
     in_class: tuple[str, ...] = ()
+    # Minutes the instructor talks from a prepared script in a part taught live, by the start
+    # of its heading: what a run does not show (06: what SI-SDR measures, what each baseline
+    # does), said in the minutes given.
+    scripts: tuple[tuple[str, int], ...] = ()
+    optional: bool = False  # an optional notebook: its exercises are not graded
 
 
 CLASS_PLAN = {
@@ -253,12 +259,11 @@ CLASS_PLAN = {
         1, parts=(("Step 2", SUMMARISED), ("Step 5", SUMMARISED), ("Summary", SUMMARISED))
     ),
     "03": ClassPlan(2, parts=(("4. ", SUMMARISED), ("Summary", SUMMARISED))),
-    "04": ClassPlan(2, parts=(("Step 5", SUMMARISED), ("Summary", SUMMARISED)), in_class=("4.1",)),
-    "05": ClassPlan(
-        2,
-        default=HOME,
-        parts=((OPENING, LIVE), ("The setup", LIVE), ("3. ", LIVE), ("Summary", SUMMARISED)),
-    ),
+    # Session 2 at a class's pace (03 took 25-30 minutes, 04 40-45 with its exercise in class):
+    # 4.1 is homework and 05 is read at home from the decision chart, so that 06 gets its
+    # comparison, its baselines and a 2-minute script, and the session keeps its slack.
+    "04": ClassPlan(2, parts=(("Step 5", SUMMARISED), ("Summary", SUMMARISED))),
+    "05": ClassPlan(2, default=HOME, parts=(("Summary", SUMMARISED),)),
     "06": ClassPlan(
         2,
         default=HOME,
@@ -266,10 +271,13 @@ CLASS_PLAN = {
             (OPENING, LIVE),
             ("The comparison", LIVE),
             ("Pauses", LIVE),
+            ("Does it beat the baselines", LIVE),
+            ("On real speech", LIVE),
             ("The ablation", SUMMARISED),
         ),
+        scripts=(("Does it beat the baselines", 2),),
     ),
-    "07": ClassPlan(2, default=HOME),
+    "07": ClassPlan(2, default=HOME, optional=True),
 }
 
 
@@ -283,13 +291,14 @@ class Part:
     prompts: int
     solo: float  # the solo measure's minutes (reading, code, prompts, its exercise)
     exercise: str = ""  # the exercise's id ("4.1") in an exercise's section
+    script: int = 0  # minutes of a scripted talk in this part (taught live)
 
     @property
     def in_class(self) -> int:
         if self.mode == LIVE and self.exercise:
             return 0  # counted with the exercise (ClassMinutes.exercise)
         if self.mode == LIVE:
-            return self.code_cells * LIVE_CELL_MINUTES + self.prompts * ASK_MINUTES
+            return self.code_cells * LIVE_CELL_MINUTES + self.prompts * ASK_MINUTES + self.script
         return SUMMARY_MINUTES if self.mode == SUMMARISED else 0
 
 
@@ -302,6 +311,7 @@ class ClassMinutes:
     parts: tuple[Part, ...]
     exercises: dict[str, int]  # every exercise's solo minutes, by id
     in_class_exercises: tuple[str, ...]
+    optional: bool = False  # its exercises are not graded
 
     @property
     def live_cells(self) -> int:
@@ -310,6 +320,10 @@ class ClassMinutes:
     @property
     def asked(self) -> int:
         return sum(p.prompts for p in self.parts if p.mode == LIVE and not p.exercise)
+
+    @property
+    def scripted(self) -> int:
+        return sum(p.script for p in self.parts if p.mode == LIVE)
 
     @property
     def summarised(self) -> int:
@@ -388,18 +402,34 @@ def class_minutes(
         words, lines, _, _, _, _, prompts, code_cells = _count(cells)
         solo = words / WORDS_PER_MINUTE + lines * SECONDS_PER_CODE_LINE / 60
         solo += prompts * PREDICT_MINUTES + (minutes[exercise.group(1)] if exercise else 0)
+        script = next((m for prefix, m in plan.scripts if heading.startswith(prefix)), 0)
         parts.append(
-            Part(heading, mode, code_cells, prompts, solo, exercise.group(1) if exercise else "")
+            Part(
+                heading,
+                mode,
+                code_cells,
+                prompts,
+                solo,
+                exercise.group(1) if exercise else "",
+                script if mode == LIVE else 0,
+            )
         )
     missing = [repr(prefix) for prefix, found in named.items() if not found]
     missing += [repr(e) for e in plan.in_class if e not in minutes]
+    missing += [
+        repr(prefix)
+        for prefix, _ in plan.scripts
+        if not any(p.heading.startswith(prefix) and p.mode == LIVE for p in parts)
+    ]
     if missing:
         raise ValueError(
             f"the class plan of {path.stem} names {', '.join(missing)}, which it does not have "
             "(CLASS_PLAN in scripts/notebook_minutes.py: a heading's start, or an exercise)"
         )
     exercises = {p.exercise: minutes[p.exercise] for p in parts if p.exercise}
-    return ClassMinutes(path.stem, plan.session, tuple(parts), exercises, plan.in_class)
+    return ClassMinutes(
+        path.stem, plan.session, tuple(parts), exercises, plan.in_class, plan.optional
+    )
 
 
 def class_plan(root: Path = ROOT) -> list[ClassMinutes]:
@@ -411,12 +441,12 @@ def class_plan(root: Path = ROOT) -> list[ClassMinutes]:
 
 
 def homework_sheet(session: int, root: Path = ROOT) -> list[tuple[str, str, int, int]]:
-    """The exercises a session gives as homework: (id, notebook, minutes, points), in order;
-    a point per solo minute."""
+    """The exercises a session gives as graded homework: (id, notebook, minutes, points), in
+    order; a point per solo minute. An optional notebook's exercises are not graded."""
     return [
         (exercise, m.notebook, minutes, minutes)
         for m in class_plan(root)
-        if m.session == session
+        if m.session == session and not m.optional
         for exercise, minutes in m.homework_exercises.items()
     ]
 
@@ -447,9 +477,10 @@ def instructors_minutes(instructors: str | Path = ROOT / "INSTRUCTORS.md") -> di
 
 def minutes_line(m: ClassMinutes) -> str:
     """A notebook's minutes line in INSTRUCTORS.md, as the model computes it."""
+    script = f" · script {m.scripted}" if m.scripted else ""
     return (
         f"**Minutes ({m.in_class}):** cells live {m.live_cells} · prompts asked {m.asked} · "
-        f"parts summarised {m.summarised} · exercise {m.exercise}"
+        f"parts summarised {m.summarised} · exercise {m.exercise}{script}"
     )
 
 
@@ -504,7 +535,9 @@ def _with_figure(text: str, match: re.Match[str] | None, group: int, figure: int
 
 def write(root: Path = ROOT, *, check: bool = False) -> list[str]:
     """Put each notebook's measured minutes (``rounded``) into its opening's Time line and
-    its README course-map row; with ``check``, change nothing. What is (or was) out of date."""
+    its README course-map row, and the plan at class speed into INSTRUCTORS.md (minutes lines,
+    plan table, homework sheets); with ``check``, change nothing. What is (or was) out of
+    date."""
     readme_path = root / "README.md"
     readme = readme_path.read_text(encoding="utf-8")
     rows = {m.group(1): m for m in MAP_ROW.finditer(readme)}
@@ -525,7 +558,106 @@ def write(root: Path = ROOT, *, check: bool = False) -> list[str]:
             new_readme = new_readme.replace(row.group(0), line, 1)
     if new_readme != readme and not check:
         readme_path.write_text(new_readme, encoding="utf-8")
+    instructors_path = root / "INSTRUCTORS.md"
+    instructors = instructors_path.read_text(encoding="utf-8")
+    has_plan = "## The two plans" in instructors  # a course with a class plan
+    planned = write_instructors(instructors, class_plan(root), root) if has_plan else instructors
+    if planned != instructors:
+        changed.append("INSTRUCTORS.md: the plan's minutes, table or homework sheets")
+        if not check:
+            instructors_path.write_text(planned, encoding="utf-8")
     return changed
+
+
+def sheet_text(session: int, plan: list[ClassMinutes], root: Path = ROOT) -> str:
+    """A session's homework sheet in INSTRUCTORS.md: the graded exercises' table, its total,
+    and the time with the reading (the session's notebooks' **Homework** minutes, exercises
+    included), so that the sheet's figures and its notebooks' lines agree."""
+    rows = homework_sheet(session, root)
+    ours = [m for m in plan if m.session == session]
+    graded = [m for m in ours if not m.optional]
+    reading = (
+        f"With the reading, homework {session} is about {sum(m.homework for m in graded)} "
+        "minutes: the **Homework** lines of "
+        + ", ".join(f"{m.notebook[:2]} ({m.homework})" for m in graded if m.homework)
+        + ", each with its exercises"
+        + "".join(
+            f"; {m.notebook[:2]} ({m.homework} minutes, with "
+            f"{', '.join(m.homework_exercises) or 'no exercise'}) is optional and not graded"
+            for m in ours
+            if m.optional
+        )
+        + "."
+    )
+    lines = [
+        "| exercise | notebook | minutes | points |",
+        "|---|---|---|---|",
+        *(
+            f"| {e} | `{notebook}` | {minutes} | {points} |"
+            for e, notebook, minutes, points in rows
+        ),
+        f"| total | | {sum(r[2] for r in rows)} | {sum(r[3] for r in rows)} |",
+        "",
+        textwrap.fill(reading, width=95, break_on_hyphens=False),
+    ]
+    return "\n".join(lines)
+
+
+SHEET = re.compile(  # a homework sheet: its heading and words, its table, the reading line
+    r"(^### Homework (\d+)\b[^\n]*\n(?:(?!\| exercise)[^\n]*\n)*)"
+    r"\| exercise[^\n]*\n(?:\|[^\n]*\n)*"
+    r"(?:\nWith the reading, homework \d+ [^\n]*\n(?:[^\n]+\n)*)?",
+    re.M,
+)
+
+
+def write_instructors(text: str, plan: list[ClassMinutes], root: Path = ROOT) -> str:
+    """INSTRUCTORS.md with the plan's figures written in: each notebook's minutes line and
+    homework minutes, the plan table's notebook rows, slack and total, the homework sheets."""
+    by_number = {m.notebook[:2]: m for m in plan}
+
+    def minutes(match: re.Match[str]) -> str:
+        m = by_number.get(match.group(1))
+        if m is None:
+            return match.group(0)
+        out = match.group(0).replace(match.group(2), minutes_line(m), 1)
+        if match.group(3):
+            out = out.replace(f"**Homework ({match.group(3)}):**", f"**Homework ({m.homework}):**")
+        return out
+
+    text = INSTRUCTORS_MINUTES.sub(minutes, text)
+    head, _, after = text.partition("## The two plans")
+    blocks = after.split("\n\n")
+    index = next((i for i, b in enumerate(blocks) if b.startswith("| part")), None)
+    if index is not None:
+        sessions = max(m.session for m in plan)
+        totals = (2 * SESSION_MINUTES,) + (SESSION_MINUTES,) * sessions
+        rows = blocks[index].splitlines()
+        figures: dict[int, tuple[int, ...]] = {}
+        for i, line in enumerate(rows[2:], 2):
+            part = line.strip().strip("|").split("|")[0].strip()
+            m = by_number.get(part[:2]) if part[:2].isdigit() else None
+            if m is not None:
+                figures[i] = (m.in_class,) + tuple(
+                    m.in_class if m.session == s else 0 for s in range(1, sessions + 1)
+                )
+            elif not part.startswith(("slack", "total")):
+                figures[i] = tuple(int(c) for c in line.strip().strip("|").split("|")[1:])
+        used = tuple(map(sum, zip(*figures.values())))
+        for i, line in enumerate(rows[2:], 2):
+            part = line.strip().strip("|").split("|")[0].strip()
+            if part.startswith("slack"):
+                figures[i] = tuple(t - u for t, u in zip(totals, used))
+            elif part.startswith("total"):
+                figures[i] = totals
+            rows[i] = f"| {part} | " + " | ".join(map(str, figures[i])) + " |"
+        blocks[index] = "\n".join(rows)
+        text = head + "## The two plans" + "\n\n".join(blocks)
+
+    def sheet(match: re.Match[str]) -> str:
+        return match.group(1) + sheet_text(int(match.group(2)), plan, root) + "\n"
+
+    return SHEET.sub(sheet, text)
 
 
 def _write_opening(path: Path, source: str) -> None:

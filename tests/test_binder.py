@@ -72,6 +72,18 @@ def test_runtime_txt_names_the_python_whose_outputs_ci_proves():
     assert "python3.11 python3.12 python3.13" in (ROOT / "course.sh").read_text()
 
 
+def test_the_image_python_is_3_11_5_or_later():
+    """runtime.txt takes only major.minor (repo2docker refuses ``python-3.11.5``); the 3.11 the
+    image gets is the one repo2docker's conda lock pins (the environment file the Dockerfile
+    copies, above), and the course lock's soupsieve 4.1.3 needs 3.11.5 or later."""
+    import repo2docker
+
+    conda = Path(repo2docker.__file__).parent / "buildpacks" / "conda"
+    lock = (conda / "environment.py-3.11-linux-64.lock").read_text()
+    micros = {int(m) for m in re.findall(r"/python-3\.11\.(\d+)-", lock)}
+    assert micros and min(micros) >= 5, f"repo2docker's Python 3.11 is 3.11.{micros}"
+
+
 def test_post_build_makes_the_learners_workspace():
     post_build = ROOT / "postBuild"
     assert os.access(post_build, os.X_OK)

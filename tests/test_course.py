@@ -15,16 +15,23 @@ from scripts import course
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("version", [(3, 11, 7), (3, 12, 0), (3, 13, 1)])
-def test_doctor_takes_python_3_11_to_3_13(version):
+@pytest.mark.parametrize("version", [(3, 11, 5), (3, 11, 7), (3, 12, 0), (3, 13, 1)])
+def test_doctor_takes_python_3_11_5_to_3_13(version):
     assert course.check_python(version).state == "ok"
 
 
-@pytest.mark.parametrize("version", [(3, 10, 12), (3, 14, 0)])
+@pytest.mark.parametrize("version", [(3, 10, 12), (3, 11, 2), (3, 11, 4), (3, 14, 0)])
 def test_doctor_refuses_other_pythons_with_the_fix(version):
     check = course.check_python(version)
-    assert check.state == "PROBLEM" and "3.11, 3.12 or 3.13" in check.text
+    assert check.state == "PROBLEM" and "3.11.5 or later, 3.12 or 3.13" in check.text
     assert "Fix: rm -rf" in check.text
+
+
+def test_doctor_names_the_package_that_needs_3_11_5_and_the_lock_agrees():
+    check = course.check_python((3, 11, 2))
+    assert "soupsieve 4.1.3 needs 3.11.5" in check.text
+    # The reason is the lock's: its soupsieve pin is that version.
+    assert "\nsoupsieve==4.1.3 " in (ROOT / "requirements.txt").read_text()
 
 
 def test_the_cpu_flags_come_from_cpuinfo():
@@ -269,3 +276,14 @@ def test_ci_reads_pips_pin_with_every_hash_line(tmp_path):
     )  # fmt: skip
     printed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True)
     assert printed.stdout == entry
+def test_the_hub_turns_off_nbgraders_authoring_plugins_by_their_real_names():
+    """Disabling a plugin name nbgrader does not have succeeds and hides nothing: every name
+    ./course.sh hub turns off is one nbgrader's JupyterLab extension registers, and its
+    Assignments tab (the exchange, for students) is not among them."""
+    nbgrader = Path(sys.prefix) / "share/jupyter/labextensions/@jupyter/nbgrader/static"
+    if not nbgrader.is_dir():
+        pytest.skip("nbgrader is in requirements-dev.txt")
+    registered = "\n".join(path.read_text() for path in nbgrader.glob("*.js"))
+    for plugin in course.AUTHORING_PLUGINS:
+        assert f'"{plugin}"' in registered, plugin
+    assert "@jupyter/nbgrader:assignment-list" not in course.AUTHORING_PLUGINS

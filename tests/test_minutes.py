@@ -6,6 +6,8 @@ each exercise at the minutes INSTRUCTORS.md gives it. Nothing is executed."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -226,3 +228,26 @@ def test_write_puts_the_measure_in_the_time_line_and_the_readme(tmp_path):
     assert minutes.readme_minutes(readme) == {"99_tiny": figure}
     assert minutes.write(tmp_path) == []
     assert (minutes.rounded(28.5), minutes.rounded(31.3)) == (29, 31)
+
+
+def test_write_puts_the_plan_into_instructors_and_a_second_run_changes_nothing():
+    """INSTRUCTORS.md's minutes lines, plan table and homework sheets are generated: a stale
+    figure in each is written back to the plan's, and the page as it is needs no change."""
+    text = (ROOT / "INSTRUCTORS.md").read_text()
+    plan = minutes.class_plan()
+    assert minutes.write_instructors(text, plan) == text
+    stale = text.replace("**Minutes (14):** cells live 9", "**Minutes (14):** cells live 8")
+    stale = re.sub(r"^(\| 00 start here \| )\d+", r"\g<1>99", stale, flags=re.M)
+    stale = stale.replace("| 0.1 | `00_start_here` | 4 | 4 |", "| 0.1 | `00_start_here` | 4 | 5 |")
+    assert stale.count("99") > text.count("99") and stale != text
+    assert minutes.write_instructors(stale, plan) == text
+
+
+def test_a_homework_sheet_says_its_time_with_the_reading_and_leaves_optional_work_ungraded():
+    plan = minutes.class_plan()
+    for session in (1, 2):
+        graded = [m for m in plan if m.session == session and not m.optional]
+        sheet = " ".join(minutes.sheet_text(session, plan).split())
+        assert f"is about {sum(m.homework for m in graded)} minutes" in sheet
+    assert all(e != "7.1" for e, *_ in minutes.homework_sheet(2))
+    assert "with 7.1) is optional and not graded" in " ".join(minutes.sheet_text(2, plan).split())

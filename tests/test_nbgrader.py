@@ -1,11 +1,13 @@
 """The nbgrader assignments (``./course.sh nbgrader``, ``scripts/nbgrader_course.py``) grade as
-the checkers do: nbgrader itself cuts the solutions and autogrades three submissions of each
+the checkers do: nbgrader itself cuts the solutions and autogrades four submissions of each
 assignment. The reference solutions score full marks, the starting code (the released notebook
 as a learner gets it) scores 0, and a near miss a learner really writes scores 0 on its
 exercise and full marks on the others.
 
-One ``autograde`` per assignment grades its three submissions (about 90 s on two cores: each
-submission runs the assignment's checkers once, nothing of the lessons).
+One ``autograde`` per assignment grades its four submissions (both in about 2 minutes on two
+cores, 6 while other jobs loaded them: each answer is graded in a fresh interpreter forked from one
+that imported the checkers once; nothing of the lessons runs). Three cheats (a reference
+imported, a reference assigned, the checker replaced from the answer cell) score 0.
 """
 
 from __future__ import annotations
@@ -63,7 +65,43 @@ def train_step_or_skip(model, optimizer, example):
 """,
     ),
 }
-STUDENTS = ("reference", "starter", "near-miss")
+# Cheats per assignment: (exercise, an answer cell that takes the course's own code), in one
+# submission whose other answers are the starting code (which the checkers reject at once).
+# Each scores 0, and its feedback says why.
+CHEATS = {
+    "homework1": (
+        (
+            "0.1",
+            # The checker replaced from the answer cell, with an answer that always says "ok".
+            """import helpers.exercises.start_here as start_here
+from helpers.exercises import CheckResult
+
+start_here.check_gradient_status = lambda function: CheckResult("Exercise 0.1", True, "ok")
+
+def gradient_status(gradient):
+    return "ok"
+""",
+        ),
+        (
+            "2.1",
+            # The reference imported under the answer's name.
+            "from helpers.exercises.gru_state import (\n"
+            "    reference_truncated_unroll as truncated_unroll,\n"
+            ")\n",
+        ),
+    ),
+    "homework2": (
+        (
+            "3.1",
+            # The reference assigned to the answer's name.
+            """from helpers.exercises import voicing_loss
+
+train_step_or_skip = voicing_loss.reference_train_step_or_skip
+""",
+        ),
+    ),
+}
+STUDENTS = ("reference", "starter", "near-miss", "cheats")
 
 
 def _nbgrader(folder: Path, *args: str) -> None:
@@ -78,6 +116,8 @@ def _nbgrader(folder: Path, *args: str) -> None:
         text=True,
         timeout=900,
     )
+    with (folder / "nbgrader.log").open("a") as log:  # nbgrader logs to stderr
+        log.write(result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -105,13 +145,16 @@ def graded(tmp_path_factory):
         near = nbformat.read(source, as_version=4)
         exercise, code = NEAR_MISSES[name]
         near.cells[_grade_id(near, exercise)].source = code
-        for student, notebook in zip(STUDENTS, (source, release, None)):
+        cheats = nbformat.read(release, as_version=4)
+        for exercise, code in CHEATS[name]:
+            cheats.cells[_grade_id(cheats, exercise)].source = code
+        for student, notebook in zip(STUDENTS, (source, release, near, cheats)):
             target = folder / "submitted" / student / name / f"{name}.ipynb"
             target.parent.mkdir(parents=True)
-            if notebook is None:
-                nbformat.write(near, target)
-            else:
+            if isinstance(notebook, Path):
                 shutil.copy(notebook, target)
+            else:
+                nbformat.write(notebook, target)
         _nbgrader(folder, "autograde", name)
     from nbgrader.api import Gradebook
 
@@ -164,6 +207,39 @@ def test_a_near_miss_scores_zero_on_its_exercise_only(graded, name):
 
 
 @pytest.mark.parametrize("name", NEAR_MISSES)
+def test_an_answer_that_takes_the_courses_checker_or_reference_scores_zero(graded, name):
+    folder, scores = graded
+    assert scores[name]["cheats"] == dict.fromkeys(_points(name), 0.0)
+    autograded = nbformat.read(
+        folder / "autograded" / "cheats" / name / f"{name}.ipynb", as_version=4
+    )
+    for exercise, _ in CHEATS[name]:
+        (error,) = autograded.cells[_grade_id(autograded, exercise, "check")].outputs
+        assert error.output_type == "error" and error.ename == "AssertionError"
+        assert error.evalue.startswith(f"Not yet: Exercise {exercise} ")
+        # What an answer gets of helpers.exercises when it is graded: no reference.
+        assert (
+            "reference_" not in error.evalue
+            or "not available to an answer" in error.evalue
+            or ("cannot import name 'reference_" in error.evalue)
+        )
+
+
+def test_nbgrader_prints_no_warning(graded):
+    folder, _ = graded
+    log = (folder / "nbgrader.log").read_text()
+    assert "WARNING" not in log, log
+
+
+def test_the_grading_package_is_in_the_course_folder_only(graded):
+    folder, _ = graded
+    package = folder / "grading" / "gradient_clinic_grading"
+    assert (package / "checkers" / "start_here.py").is_file()
+    assert "helpers.exercises" not in (package / "checkers" / "voicing_loss.py").read_text()
+    assert not list((ROOT / "helpers").rglob("gradient_clinic_grading"))
+
+
+@pytest.mark.parametrize("name", NEAR_MISSES)
 def test_the_release_keeps_the_starting_code_and_cuts_the_solution(graded, name):
     folder, _ = graded
     release = nbformat.read(folder / "release" / name / f"{name}.ipynb", as_version=4)
@@ -184,7 +260,11 @@ def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
     results = course.write_course(tmp_path)
     assert all(written for _, written in results)
     assert not any(written for _, written in course.write_course(tmp_path))
-    assert sorted(p.relative_to(tmp_path).as_posix() for p, _ in results) == [
+    assert sorted(
+        p.relative_to(tmp_path).as_posix()
+        for p, _ in results
+        if "grading" not in p.relative_to(tmp_path).parts
+    ) == [
         "nbgrader_config.py",
         "source/homework1/homework1.ipynb",
         "source/homework2/homework2.ipynb",
@@ -200,8 +280,53 @@ def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
         ]
 
 
+def _course_tasks():
+    """scripts/course.py, the tasks ./course.sh runs (``hub`` writes the students' settings)."""
+    spec = importlib.util.spec_from_file_location("course_tasks", ROOT / "scripts" / "course.py")
+    tasks = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tasks  # its dataclasses look their module up
+    spec.loader.exec_module(tasks)
+    return tasks
+
+
+def test_the_students_hub_settings_name_the_instructors_course_and_exchange():
+    tasks = _course_tasks()
+    assert (tasks.NBGRADER_COURSE_ID, tasks.NBGRADER_EXCHANGE) == (
+        course.COURSE_ID,
+        course.EXCHANGE_ROOT,
+    )
+    assert f'c.Exchange.root = "{course.EXCHANGE_ROOT}"' in course.CONFIG
+
+
 def test_bad_target_says_what_was_expected(tmp_path):
     file = tmp_path / "a_file"
     file.write_text("")
     with pytest.raises(NotADirectoryError, match="expected a folder"):
         course.write_course(file)
+
+
+def test_the_exchange_from_release_to_export_without_a_warning(tmp_path):
+    """INSTRUCTORS.md's commands on a hub, one account playing the instructor and a student:
+    release into the exchange, fetch and submit from the student's folder, collect, export."""
+    pytest.importorskip("nbgrader", reason="nbgrader is in requirements-dev.txt")
+    folder, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "exchange"
+    student.mkdir()
+    exchange.mkdir()
+    exchange.chmod(0o777)  # every account reads and writes it
+    course.write_course(folder)
+    # The student's settings as ./course.sh hub writes them; the exchange here is a temporary one.
+    (student / "nbgrader_config.py").write_text(_course_tasks().students_nbgrader_config())
+    where = [f"--Exchange.root={exchange}"]
+    _nbgrader(folder, "generate_assignment", "homework1")
+    _nbgrader(folder, "release_assignment", "homework1", *where)
+    _nbgrader(student, "fetch_assignment", "homework1", *where)
+    fetched = student / "homework1" / "homework1.ipynb"
+    assert fetched.is_file()
+    _nbgrader(student, "submit", "homework1", *where)
+    _nbgrader(folder, "collect", "homework1", *where)
+    (submitted,) = (folder / "submitted").glob("*/homework1/homework1.ipynb")
+    assert submitted.read_bytes() == fetched.read_bytes()
+    _nbgrader(folder, "export")
+    assert (folder / "grades.csv").read_text().startswith("assignment,")
+    log = "\n".join((place / "nbgrader.log").read_text() for place in (folder, student))
+    assert "WARNING" not in log, log

@@ -107,7 +107,7 @@ def test_the_build_uses_the_pinned_setuptools():
 def test_the_locks_hold_what_pyproject_asks_for():
     """Each dependency of pyproject.toml (the dev and instructor extras' in their locks) has a
     pin in its lock that its range admits, and the instructor and dev locks keep the course
-    lock's versions (the dev lock the instructor lock's too): a lock out of
+    lock's versions (the dev lock the instructor and hub locks' too): a lock out of
     date with pyproject.toml fails here (re-lock: ./course.sh lock)."""
     import tomllib
 
@@ -116,12 +116,18 @@ def test_the_locks_hold_what_pyproject_asks_for():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     course, dev = _all_pins("requirements.txt"), _all_pins("requirements-dev.txt")
     instructor = _all_pins("requirements-instructor.txt")
+    hub = _all_pins("requirements-hub.txt")
     for lock, pins, wanted in (
         ("requirements.txt", course, project["dependencies"]),
         (
             "requirements-instructor.txt",
             instructor,
             project["dependencies"] + project["optional-dependencies"]["instructor"],
+        ),
+        (
+            "requirements-hub.txt",
+            hub,
+            project["dependencies"] + project["optional-dependencies"]["hub"],
         ),
         (
             "requirements-dev.txt",
@@ -139,6 +145,8 @@ def test_the_locks_hold_what_pyproject_asks_for():
     assert {name: dev[name] for name in course} == course
     assert {name: instructor[name] for name in course} == course
     assert {name: dev[name] for name in instructor} == instructor
+    assert {name: hub[name] for name in course} == course
+    assert {name: dev[name] for name in hub} == hub
     assert "nbgrader" not in course, "nbgrader is the instructor's, not the learners'"
 
 

@@ -367,9 +367,18 @@ def test_course_sh_hands_every_command_to_the_course_environment(tmp_path):
     ]
 
 
-def test_course_sh_refuses_a_python_the_course_does_not_run_on(tmp_path):
-    old = tmp_path / "python3.10"
-    old.write_text("#!/usr/bin/env bash\nexit 1\n")  # sys.version_info is not 3.11-3.13
+@pytest.mark.parametrize(
+    ("stub", "seen"),
+    [
+        ("exit 1", "not a Python that runs"),  # no Python at all
+        ("echo 3.10.12", "3.10.12"),
+        ("echo 3.11.2", "3.11.2"),  # Debian 12's python3: the lock needs 3.11.5
+        ("echo 3.14.0", "3.14.0"),
+    ],
+)
+def test_course_sh_refuses_a_python_the_course_does_not_run_on(tmp_path, stub, seen):
+    old = tmp_path / "python3"
+    old.write_text(f"#!/usr/bin/env bash\n{stub}\n")  # what sys.version_info prints
     old.chmod(0o755)
     env = {**os.environ, "VENV": str(tmp_path / "venv"), "PYTHON": str(old)}
     result = subprocess.run(
@@ -377,8 +386,8 @@ def test_course_sh_refuses_a_python_the_course_does_not_run_on(tmp_path):
     )
     assert result.returncode == 1 and not (tmp_path / "venv").exists()
     assert result.stderr.startswith(
-        f"PROBLEM  Python: the course runs on Python 3.11, 3.12 or "
-        f"3.13, and PYTHON={old} is another. Fix: "
+        "PROBLEM  Python: the course runs on Python 3.11.5 or later, 3.12 or 3.13 (the course "
+        f"lock's soupsieve 4.1.3 needs 3.11.5), and PYTHON={old} is {seen}. Fix: "
     )
 
 
