@@ -276,6 +276,8 @@ def test_ci_reads_pips_pin_with_every_hash_line(tmp_path):
     )  # fmt: skip
     printed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True)
     assert printed.stdout == entry
+
+
 def test_the_hub_turns_off_nbgraders_authoring_plugins_by_their_real_names():
     """Disabling a plugin name nbgrader does not have succeeds and hides nothing: every name
     ./course.sh hub turns off is one nbgrader's JupyterLab extension registers, and its

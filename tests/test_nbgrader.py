@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from scripts import course as tasks
 from scripts import nbgrader_course as course
 from scripts import notebook_minutes as minutes
 
@@ -280,17 +281,7 @@ def test_one_assignment_per_session_with_its_homework_sheet(tmp_path):
         ]
 
 
-def _course_tasks():
-    """scripts/course.py, the tasks ./course.sh runs (``hub`` writes the students' settings)."""
-    spec = importlib.util.spec_from_file_location("course_tasks", ROOT / "scripts" / "course.py")
-    tasks = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = tasks  # its dataclasses look their module up
-    spec.loader.exec_module(tasks)
-    return tasks
-
-
 def test_the_students_hub_settings_name_the_instructors_course_and_exchange():
-    tasks = _course_tasks()
     assert (tasks.NBGRADER_COURSE_ID, tasks.NBGRADER_EXCHANGE) == (
         course.COURSE_ID,
         course.EXCHANGE_ROOT,
@@ -315,7 +306,7 @@ def test_the_exchange_from_release_to_export_without_a_warning(tmp_path):
     exchange.chmod(0o777)  # every account reads and writes it
     course.write_course(folder)
     # The student's settings as ./course.sh hub writes them; the exchange here is a temporary one.
-    (student / "nbgrader_config.py").write_text(_course_tasks().students_nbgrader_config())
+    (student / "nbgrader_config.py").write_text(tasks.students_nbgrader_config())
     where = [f"--Exchange.root={exchange}"]
     _nbgrader(folder, "generate_assignment", "homework1")
     _nbgrader(folder, "release_assignment", "homework1", *where)

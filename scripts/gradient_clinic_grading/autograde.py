@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gradient_clinic_grading import RESULT_MARK
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbformat.v4 import new_output
 from nbgrader import utils
@@ -37,8 +38,6 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 from traitlets import Integer
-
-from gradient_clinic_grading import RESULT_MARK
 
 PACKAGE = Path(__file__).resolve().parent
 # {"check_0_1": {"answer": "exercise_0_1", "checker": "...:check_...", "function": "..."}}
