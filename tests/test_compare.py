@@ -71,3 +71,58 @@ def test_error_text_names_a_traced_errors_cause_without_addresses():
     error = ValueError("in user code:\n\n    File x\n    ValueError: object at 0x7f00ab12 bad")
     assert error_text(error) == "ValueError (object bad)"
     assert error_text(KeyError("k")) == "KeyError ('k')"
+
+
+def _load_learner_module(folder, name: str, first: int):
+    """A module of the learner's, loaded from outside site-packages, full of numbers that a
+    search over LISTS could draw (Hypothesis reads the constants of every module it deems
+    local): ``first``, ``first + 7`` and so on up to 1000."""
+    import importlib
+    import sys
+
+    folder.mkdir()
+    numbers = ", ".join(str(n) for n in range(first, 1001, 7))
+    (folder / f"{name}.py").write_text(f"SHIFTS = [{numbers}]\n")
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(folder))
+
+
+def test_a_search_leaves_no_file_behind(tmp_path, monkeypatch):
+    from hypothesis import configuration
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)  # Hypothesis's folder: .hypothesis/ in the working folder
+    monkeypatch.setattr(configuration, "__hypothesis_home_directory", workspace / ".hypothesis")
+    _load_learner_module(tmp_path / "code", "learner_constants_for_files", 102)
+    assert first_difference(LISTS, differs_for(sum), examples=50) is None
+    assert first_difference(LISTS, differs_for(capped), examples=50) is not None
+    assert sorted(p.name for p in workspace.rglob("*")) == []
+
+
+def test_the_inputs_do_not_depend_on_the_modules_loaded(tmp_path):
+    before: list = []
+    first_difference(LISTS, differs_for(sum), examples=50, tried=before)
+    _load_learner_module(tmp_path / "code", "learner_constants_for_inputs", 103)
+    after: list = []
+    first_difference(LISTS, differs_for(sum), examples=50, tried=after)
+    assert len(before) == 50 and after == before
+
+
+def test_boundaries_come_after_the_traps_and_before_the_search():
+    tried: list = []
+    traps, boundaries = [[1, 2]], [[0], [0] * 20]  # capped is right on all three
+    found = first_difference(
+        LISTS, differs_for(capped), traps=traps, boundaries=boundaries, examples=50, tried=tried
+    )
+    assert tried[:3] == traps + boundaries and found.case == [0] * 10 + [1]
+    big = [5] * 20
+    tried = []
+    found = first_difference(
+        LISTS, differs_for(capped), traps=traps, boundaries=[[0], big], examples=50, tried=tried
+    )
+    assert found.case == big and found.message == f"{big}: 50 != 100"
+    assert tried == [[1, 2], [0], big]  # a boundary is not shrunk, and the search did not run
