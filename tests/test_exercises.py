@@ -149,7 +149,7 @@ import tensorflow as tf
 def gradient_status(gradient):
     if gradient is None:
         return "none"
-    values = np.asarray(tf.convert_to_tensor(gradient))
+    values = np.asarray(tf.convert_to_tensor(gradient).numpy(), np.float64)
     if np.isnan(values).any() or np.isinf(values).any():
         return "nonfinite"
     return "ok" if np.count_nonzero(values) else "zero"
@@ -899,6 +899,35 @@ def gradient_status(gradient):
 """,
     }
 )
+NEAR_MISSES["helpers.exercises.start_here:check_gradient_status"].update(
+    {
+        "a cast to float32, then the finite and zero tests": """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    g = tf.cast(tf.convert_to_tensor(gradient), tf.float32)
+    if not tf.reduce_all(tf.math.is_finite(g)):
+        return "nonfinite"
+    return "zero" if tf.reduce_all(g == 0) else "ok"
+""",
+        "Python's max of the absolute values (skips a NaN)": """
+import numpy as np
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    largest = max(np.abs(tf.convert_to_tensor(gradient).numpy().astype(np.float64)).ravel())
+    if not np.isfinite(largest):
+        return "nonfinite"
+    return "zero" if largest == 0 else "ok"
+""",
+    }
+)
 NEAR_MISSES["helpers.exercises.gru_state:check_sequence_loss"].update(
     {
         "a loop over 40 frames, not the clip's": """
@@ -1268,6 +1297,26 @@ def test_skip_checker_accepts_catching_the_optimizers_error():
     assert result.passed, result
 
 
+def test_gradient_status_accepts_tensorflows_maximum_of_the_absolute_values():
+    """0.1's hint warns against Python's max and a maximum without abs, not against this:
+    TensorFlow's maximum passes a NaN on, and reads every dtype in its own precision."""
+    answer = """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    largest = tf.reduce_max(tf.abs(tf.convert_to_tensor(gradient)))
+    if not tf.math.is_finite(largest):
+        return "nonfinite"
+    return "zero" if largest == 0 else "ok"
+"""
+    spec = "helpers.exercises.start_here:check_gradient_status"
+    result = _checker(spec)(_function(answer, "gradient_status"))
+    assert result.passed, result
+
+
 # The common correct shapes of 4.1 pass, and the wrong ones are told their real fault.
 MASKED_LOG_DISTANCE_SHAPES = {  # the unused 0 / 0 is NaN, but the mask's where zeroes it
     "double where, the 0 / 0 avoided by a where": _double_where(
@@ -1461,6 +1510,8 @@ REASONS: dict[str, dict[str, str]] = {
         "IndexedSlices judged by their values (duplicates cancel)": "indices=[1, 1]",
         "tests NaN only (norm != norm), so inf passes": "[1e-25, 0], shape=(2,)) you",
         "a norm in float64 with NaN only": "[2, inf], shape=(2,)) you returned 'ok'",
+        "a cast to float32, then the finite and zero tests": "rounded to float32",
+        "Python's max of the absolute values (skips a NaN)": "Python's max and min skip a NaN",
     },
     "helpers.exercises.gru_state:check_truncated_unroll": {
         "carries the state with its history (the starting code)": "a full run's: nothing is cut",
