@@ -948,6 +948,22 @@ def sequence_loss(step_model, noisy_spectrum, clean_audio):
 """,
     }
 )
+NEAR_MISSES["helpers.exercises.gru_state:check_sequence_loss"].update(
+    {
+        "cuts every 56 frames (right on clips shorter than 57)": _sequence_loss(
+            "if t > 0 and t % 56 == 0:",
+            "    state = tf.stop_gradient(state)",
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
+        ),
+        "resets the state to zeros at frame 150": _sequence_loss(
+            "if t == 150:",
+            "    state = tf.zeros_like(state)",
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
+        ),
+    }
+)
 NEAR_MISSES["helpers.exercises.gru_state:check_truncated_unroll"].update(
     {
         "cuts through NumPy (eager only)": _chunk_loop(start="tf.constant(state.numpy())"),
@@ -1562,9 +1578,11 @@ REASONS: dict[str, dict[str, str]] = {
         "truncates on purpose every 20 frames": "the state step 20 receives is cut off",
         "carries the state through NumPy every 8 frames": "the state step 8 receives is cut",
         "stops the gradient at every state": "the state step 2 receives is cut off",
-        "the answer's fix: the state in a Variable, assigned": "step 2 receives is cut off",
+        "the answer's fix: the state in a Variable, assigned": "step 1 receives is cut off",
         "never passes the state on": "loss is 0.00333; the reference (a full unroll) gives 0.00337",
-        "a loop over 40 frames, not the clip's": "On a clip of 2 frames",
+        "a loop over 40 frames, not the clip's": "(1, 40, 257) do not fit the spectrum",
+        "cuts every 56 frames (right on clips shorter than 57)": "state step 56 receives is cut",
+        "resets the state to zeros at frame 150": "step 150 receives is not the one the step",
         "takes the masks through NumPy": "are None",
     },
 }

@@ -18,11 +18,17 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from helpers.audio import HOP_LENGTH, stft
+from helpers.audio import HOP_LENGTH, REAL_CLIP, load_clip, mix, stft
 from helpers.course import sig
 from helpers.diagnosis import max_abs_diff, variable_name
 from helpers.exercises import CheckResult, run_check
-from helpers.exercises.compare import GRAPH_ONLY, error_text, first_difference_of, two_values
+from helpers.exercises.compare import (
+    GRAPH_ONLY,
+    Search,
+    error_text,
+    first_difference_of,
+    two_values,
+)
 from helpers.models import apply_masks, denoising_loss, make_gru_step_model
 from helpers.recurrence import unroll, zero_state
 
@@ -141,6 +147,38 @@ class SequenceInput:
         return f"a clip of {self.frames} frames (noise seed {self.seed})"
 
 
+@dataclass(frozen=True)
+class CourseClip:
+    """The course's clip ``name`` (its longest, by default: ``arctic_a0009``, 194 frames) in
+    white noise at ``snr_db``, from ``seed``: the whole length a learner's loop meets."""
+
+    name: str = REAL_CLIP
+    snr_db: float = 5.0
+    seed: int = 0
+
+    @property
+    def frames(self) -> int:
+        return int(_course_clip(self)[0].shape[1])
+
+    def make(self) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(noisy_spectrum (1, frames, 257), clean_audio (1, samples))``."""
+        return _course_clip(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"the course's clip {self.name} ({self.frames} frames) in white noise at "
+            f"{self.snr_db:g} dB (seed {self.seed})"
+        )
+
+
+@cache
+def _course_clip(clip: CourseClip) -> tuple[tf.Tensor, tf.Tensor]:
+    clean = load_clip(clip.name).clean
+    noise = np.random.default_rng(clip.seed).standard_normal(len(clean))
+    noisy = mix(clean, noise, clip.snr_db)
+    return stft(noisy[np.newaxis]), tf.constant(clean[np.newaxis], tf.float32)
+
+
 @cache
 def _graph_unroll(model: keras.Model):
     """``unroll``'s outputs inside one ``tf.function`` for any number of frames (traced once):
@@ -160,16 +198,25 @@ _SEQUENCE_FRAMES = 40  # the first clip: longer than any truncation period a lea
 
 
 def _first_cut(tape, states) -> int | None:
-    """The first step whose state is not connected, on the tape, to the state the step
-    before received: there the chain through time is cut (``stop_gradient``, NumPy, a
-    Variable), whatever the period. From step 2: the first state, the learner's zeros, is
-    on no tape."""
-    for t in range(2, len(states)):
+    """The first step whose state is cut off, on the tape, from the state the step before
+    received (``stop_gradient``, NumPy, a reset, a Variable), whatever the period, or None.
+
+    One backward pass from the last state asks for its gradient with respect to every state
+    before it: those before the last cut get None. The pass is repeated from the state before
+    that cut until none is missing (one pass when nothing is cut). From step 2: the first
+    state, the learner's zeros, is on no tape."""
+    for t in range(1, len(states)):
         if isinstance(states[t], tf.Variable) or states[t] is states[t - 1]:
             return t  # a Variable: what the step reads was assigned, not computed
-        if tape.gradient(states[t], states[t - 1]) is None:
-            return t
-    return None
+    first, end = None, len(states) - 1
+    while end >= 2:
+        reach = tape.gradient(states[end], states[1:end])
+        missing = [t for t, gradient in enumerate(reach, 1) if gradient is None]
+        if not missing:
+            break
+        first = missing[-1] + 1  # the first state the pass reaches, after the last one it does not
+        end = first - 1
+    return first
 
 
 def _is_scalar(loss) -> str | None:
@@ -181,7 +228,7 @@ def _is_scalar(loss) -> str | None:
     return None
 
 
-def _sequence_fault(fn, clip: SequenceInput, graph: bool) -> str | None:
+def _sequence_fault(fn, clip: SequenceInput | CourseClip, graph: bool) -> str | None:
     """How the learner's loss differs from the reference on ``clip``, or None."""
     model, log = _counted(4, 257)
     variables = model.trainable_weights
@@ -216,45 +263,73 @@ def _sequence_fault(fn, clip: SequenceInput, graph: bool) -> str | None:
         grads = None
     if fault := _is_scalar(loss):
         return f"{where}: {fault}"
-    if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-        got, want = two_values(loss, expected)
-        return f"{where} your loss is {got}; the reference (a full unroll) gives {want}."
+    cut = None
     if tape is not None:
         grads = tape.gradient(loss, variables)
-        if _gradient_fault(grads, expected_grads, variables) is None:
-            return None
-        cut = _first_cut(tape, log.states)  # why they differ (costly: only when they do)
-        if cut is not None:
-            return (
-                f"{where}: the same loss, but the state step {cut} receives is cut off from "
-                "the step before it: backprop through time stops there, so earlier steps "
-                "learn nothing from what comes after. Pass each step the very tensor the step "
-                "before returned."
-            )
+        cut = _first_cut(tape, list(log.states))
+    if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
+        got, want = two_values(loss, expected)
+        why = (
+            f": the state step {cut} receives is not the one the step before returned (the "
+            "starting zeros again, a reset, or a copy), so the loop forgets what came before"
+            if cut is not None
+            else ""
+        )
+        return f"{where} your loss is {got}; the reference (a full unroll) gives {want}{why}."
+    if cut is not None:
+        return (
+            f"{where}: the same loss, but the state step {cut} receives is cut off from the "
+            "step before it: backprop through time stops there, so earlier steps learn "
+            "nothing from what comes after. Pass each step the very tensor the step before "
+            "returned."
+        )
     if fault := _gradient_fault(grads, expected_grads, variables):
         return f"{where}: {fault}"
     return None
 
 
-_CLIPS = st.builds(SequenceInput, st.integers(2, 72), st.integers(0, 2**16))
+# The longest clip of the course, run eagerly on every call: a loop must hold over the whole
+# length a learner's clips have, and a cut at any frame of it fails there.
+LONGEST_CLIP = CourseClip()
+_CLIPS = st.builds(SequenceInput, st.integers(2, LONGEST_CLIP.frames), st.integers(0, 2**16))
+# Inside tf.function a Python loop is traced frame by frame (about a minute for 194 frames):
+# short clips there, where what can differ is the mode (a tensor without a value, a Variable
+# made in the function), not the length.
+_SHORT_CLIPS = st.builds(SequenceInput, st.integers(2, 6), st.integers(0, 2**16))
+
+
+def _frames_text(clips) -> str:
+    lengths = [str(clip.frames) for clip in clips]
+    listed = lengths[0] if len(lengths) == 1 else f"{', '.join(lengths[:-1])} and {lengths[-1]}"
+    return f"{len(lengths)} clip{'s' if len(lengths) > 1 else ''} of {listed} frames"
 
 
 def check_sequence_loss(function) -> CheckResult:
     """``function(step_model, noisy_spectrum, clean_audio)`` must return the denoising loss
     of a hand-threaded loop: one step-model call per frame, each given the state the step
     before returned (as a tensor), the masks turned into audio in TensorFlow; the same value
-    and gradients as the reference (a full unroll). Compared eagerly on a 40-frame clip and
-    on generated clips of 2 to 72 frames (the notebook's have 47), and inside ``tf.function``
-    on short generated clips. The tape must connect the state each step receives to the one
-    the step before received, so truncating it anywhere fails at that step."""
+    and gradients as the reference (a full unroll).
+
+    The domain is the course's clips: 2 frames up to the longest, ``arctic_a0009`` (194
+    frames; the utterances have 91 to 97). Compared eagerly on a 40-frame clip (the trap),
+    then on the whole of ``arctic_a0009`` in noise (the boundary, on every call), then on 2
+    generated clips of 2 to 194 frames; and inside ``tf.function`` on one generated clip of
+    2 to 6 frames (tracing a Python loop of 194 frames takes about a minute). Eagerly the
+    step model must be called once per frame, and the tape must connect the state each step
+    receives to the step before it (a backward pass from the last state asks for its gradient
+    with respect to every state before it), so a cut or a reset at any frame up to the clip's
+    length fails, at that frame."""
 
     def check(fn):
-        short = st.builds(SequenceInput, st.integers(2, 6), st.integers(0, 2**16))
+        eager: list = []
+        graph: list = []
         difference = first_difference_of(
             [
-                (_CLIPS, lambda clip: _sequence_fault(fn, clip, False),
-                 [SequenceInput(_SEQUENCE_FRAMES, 6)], 3, 12),
-                (short, lambda clip: _sequence_fault(fn, clip, True), [], 1, 12),
+                Search(_CLIPS, lambda clip: _sequence_fault(fn, clip, False),
+                       traps=[SequenceInput(_SEQUENCE_FRAMES, 6)], boundaries=[LONGEST_CLIP],
+                       examples=2, runs=6, tried=eager),
+                Search(_SHORT_CLIPS, lambda clip: _sequence_fault(fn, clip, True), examples=1,
+                       runs=6, tried=graph),
             ]
         )  # fmt: skip
         if difference is not None:
@@ -262,8 +337,10 @@ def check_sequence_loss(function) -> CheckResult:
         return (
             True,
             "One call per frame, each given the state the step before returned: the "
-            "reference's loss and gradients on every clip tried (2 to 72 frames), eagerly and "
-            "inside tf.function.",
+            "reference's loss and gradients, and every step's state connected to the step "
+            f"before it, eagerly on {_frames_text(eager)} (the {LONGEST_CLIP.frames}-frame "
+            f"one is {LONGEST_CLIP.name}, the course's longest), and the same loss and "
+            f"gradients inside tf.function on {_frames_text(graph)}.",
         )
 
     return run_check(
@@ -272,7 +349,7 @@ def check_sequence_loss(function) -> CheckResult:
         check,
         hint="The tape follows operations, not names or containers: each frame's "
         "step must take the state the step before it returned, and the masks "
-        "must stay tensors all the way to the loss. The clips are of any length.",
+        "must stay tensors all the way to the loss. The clips have up to 194 frames.",
     )
 
 
