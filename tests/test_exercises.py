@@ -1036,6 +1036,24 @@ NEAR_MISSES["helpers.exercises.voicing_loss:check_train_step_or_skip"].update(
         ),
     }
 )
+NEAR_MISSES["helpers.exercises.voicing_loss:check_train_step_or_skip"].update(
+    {
+        "skips when the global norm is 0 (tiny gradients' squares underflow)": _skip_step(
+            "present = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]",
+            "if not present or float(tf.linalg.global_norm([g for g, _ in present])) == 0.0:",
+            "    return False",
+            "optimizer.apply_gradients(present)",
+            "return True",
+        ),
+        "skips when every gradient is exactly zero": _skip_step(
+            "present = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]",
+            "if all(not np.any(g.numpy()) for g, _ in present):",
+            "    return False",
+            "optimizer.apply_gradients(present)",
+            "return True",
+        ),
+    }
+)
 NEAR_MISSES["helpers.exercises.voicing_loss:check_masked_log_distance"].update(
     {
         "a floor below the quiet frames (1e-37)": """
@@ -1581,6 +1599,8 @@ REASONS: dict[str, dict[str, str]] = {
         "looks at the first gradient only": "unused variable(s), listed first",
         "decides from the loss value (a threshold)": "not from the loss value",
         "steps on zeros instead of skipping": "momentum moves them",
+        "skips when the global norm is 0 (tiny gradients' squares underflow)": "squares underflow",
+        "skips when every gradient is exactly zero": "every gradient is exactly zero, and none",
     },
     "helpers.exercises.gru_state:check_sequence_loss": {
         "truncates on purpose every 20 frames": "the state step 20 receives is cut off",
