@@ -251,7 +251,10 @@ def _why_not(case: GradientCase, got: str, expected: str) -> str:
     if got == "nonfinite":
         return " Every value here is finite: a sum or a norm of them overflows, the values do not."
     if got == "zero" and expected == "ok":
-        return " A value here is not 0: a sum can cancel and a norm or a square can round to 0."
+        return (
+            " A value here is not 0: a sum can cancel, a norm or a square can round to 0, and "
+            "the maximum of values at or below 0 is 0."
+        )
     return ""
 
 
