@@ -149,7 +149,7 @@ import tensorflow as tf
 def gradient_status(gradient):
     if gradient is None:
         return "none"
-    values = np.asarray(tf.convert_to_tensor(gradient))
+    values = np.asarray(tf.convert_to_tensor(gradient).numpy(), np.float64)
     if np.isnan(values).any() or np.isinf(values).any():
         return "nonfinite"
     return "ok" if np.count_nonzero(values) else "zero"
@@ -899,6 +899,35 @@ def gradient_status(gradient):
 """,
     }
 )
+NEAR_MISSES["helpers.exercises.start_here:check_gradient_status"].update(
+    {
+        "a cast to float32, then the finite and zero tests": """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    g = tf.cast(tf.convert_to_tensor(gradient), tf.float32)
+    if not tf.reduce_all(tf.math.is_finite(g)):
+        return "nonfinite"
+    return "zero" if tf.reduce_all(g == 0) else "ok"
+""",
+        "Python's max of the absolute values (skips a NaN)": """
+import numpy as np
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    largest = max(np.abs(tf.convert_to_tensor(gradient).numpy().astype(np.float64)).ravel())
+    if not np.isfinite(largest):
+        return "nonfinite"
+    return "zero" if largest == 0 else "ok"
+""",
+    }
+)
 NEAR_MISSES["helpers.exercises.gru_state:check_sequence_loss"].update(
     {
         "a loop over 40 frames, not the clip's": """
@@ -917,6 +946,22 @@ def sequence_loss(step_model, noisy_spectrum, clean_audio):
     enhanced = apply_masks(tf.stack(masks, axis=1), noisy_spectrum, clean_audio.shape[-1])
     return denoising_loss(clean_audio, enhanced)
 """,
+    }
+)
+NEAR_MISSES["helpers.exercises.gru_state:check_sequence_loss"].update(
+    {
+        "cuts every 56 frames (right on clips shorter than 57)": _sequence_loss(
+            "if t > 0 and t % 56 == 0:",
+            "    state = tf.stop_gradient(state)",
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
+        ),
+        "resets the state to zeros at frame 150": _sequence_loss(
+            "if t == 150:",
+            "    state = tf.zeros_like(state)",
+            "mask, state = step_model([magnitudes[:, t], state])",
+            "masks.append(mask)",
+        ),
     }
 )
 NEAR_MISSES["helpers.exercises.gru_state:check_truncated_unroll"].update(
@@ -962,6 +1007,13 @@ def truncated_unroll(step_model, chunks):
 """,
     }
 )
+NEAR_MISSES["helpers.exercises.gru_state:check_truncated_unroll"].update(
+    {
+        "keeps unroll's fixed cuts inside each chunk (chunk_size=16)": _chunk_loop(
+            start="tf.stop_gradient(state), chunk_size=16"
+        ),
+    }
+)
 NEAR_MISSES["helpers.exercises.voicing_loss:check_train_step_or_skip"].update(
     {
         "decides from the labels: no speech, no step": _skip_step(
@@ -980,6 +1032,24 @@ NEAR_MISSES["helpers.exercises.voicing_loss:check_train_step_or_skip"].update(
             "if sum(g is None for g in grads) > len(grads) / 2:",
             "    return False",
             "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "return True",
+        ),
+    }
+)
+NEAR_MISSES["helpers.exercises.voicing_loss:check_train_step_or_skip"].update(
+    {
+        "skips when the global norm is 0 (tiny gradients' squares underflow)": _skip_step(
+            "present = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]",
+            "if not present or float(tf.linalg.global_norm([g for g, _ in present])) == 0.0:",
+            "    return False",
+            "optimizer.apply_gradients(present)",
+            "return True",
+        ),
+        "skips when every gradient is exactly zero": _skip_step(
+            "present = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]",
+            "if all(not np.any(g.numpy()) for g, _ in present):",
+            "    return False",
+            "optimizer.apply_gradients(present)",
             "return True",
         ),
     }
@@ -1478,6 +1548,26 @@ def test_skip_checker_accepts_catching_the_optimizers_error():
     assert result.passed, result
 
 
+def test_gradient_status_accepts_tensorflows_maximum_of_the_absolute_values():
+    """0.1's hint warns against Python's max and a maximum without abs, not against this:
+    TensorFlow's maximum passes a NaN on, and reads every dtype in its own precision."""
+    answer = """
+import tensorflow as tf
+
+
+def gradient_status(gradient):
+    if gradient is None:
+        return "none"
+    largest = tf.reduce_max(tf.abs(tf.convert_to_tensor(gradient)))
+    if not tf.math.is_finite(largest):
+        return "nonfinite"
+    return "zero" if largest == 0 else "ok"
+"""
+    spec = "helpers.exercises.start_here:check_gradient_status"
+    result = _checker(spec)(_function(answer, "gradient_status"))
+    assert result.passed, result
+
+
 # The common correct shapes of 4.1 pass, and the wrong ones are told their real fault.
 MASKED_LOG_DISTANCE_SHAPES = {  # the unused 0 / 0 is NaN, but the mask's where zeroes it
     "double where, the 0 / 0 avoided by a where": _double_where(
@@ -1658,6 +1748,8 @@ REASONS: dict[str, dict[str, str]] = {
         "IndexedSlices judged by their values (duplicates cancel)": "indices=[1, 1]",
         "tests NaN only (norm != norm), so inf passes": "[1e-25, 0], shape=(2,)) you",
         "a norm in float64 with NaN only": "[2, inf], shape=(2,)) you returned 'ok'",
+        "a cast to float32, then the finite and zero tests": "rounded to float32",
+        "Python's max of the absolute values (skips a NaN)": "Python's max and min skip a NaN",
     },
     "helpers.exercises.gru_state:check_truncated_unroll": {
         "carries the state with its history (the starting code)": "a full run's: nothing is cut",
@@ -1672,6 +1764,7 @@ REASONS: dict[str, dict[str, str]] = {
         "cuts at every frame": "cut inside a chunk too",
         "waits for every chunk, then unroll with chunk_size": "each chunk is run before",
         "returns the last chunk's outputs only": "expected (1, 10, 16)",
+        "keeps unroll's fixed cuts inside each chunk (chunk_size=16)": "also stops inside chunk 1",
     },
     "helpers.exercises.capstone:check_pause_term": {
         "a reconstruction term on every frame that is not voiced": "13 unvoiced frames",
@@ -1703,14 +1796,18 @@ REASONS: dict[str, dict[str, str]] = {
         "looks at the first gradient only": "unused variable(s), listed first",
         "decides from the loss value (a threshold)": "not from the loss value",
         "steps on zeros instead of skipping": "momentum moves them",
+        "skips when the global norm is 0 (tiny gradients' squares underflow)": "squares underflow",
+        "skips when every gradient is exactly zero": "every gradient is exactly zero, and none",
     },
     "helpers.exercises.gru_state:check_sequence_loss": {
         "truncates on purpose every 20 frames": "the state step 20 receives is cut off",
         "carries the state through NumPy every 8 frames": "the state step 8 receives is cut",
         "stops the gradient at every state": "the state step 2 receives is cut off",
-        "the answer's fix: the state in a Variable, assigned": "step 2 receives is cut off",
+        "the answer's fix: the state in a Variable, assigned": "step 1 receives is cut off",
         "never passes the state on": "loss is 0.00333; the reference (a full unroll) gives 0.00337",
-        "a loop over 40 frames, not the clip's": "On a clip of 2 frames",
+        "a loop over 40 frames, not the clip's": "(1, 40, 257) do not fit the spectrum",
+        "cuts every 56 frames (right on clips shorter than 57)": "state step 56 receives is cut",
+        "resets the state to zeros at frame 150": "step 150 receives is not the one the step",
         "takes the masks through NumPy": "are None",
     },
 }

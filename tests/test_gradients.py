@@ -52,6 +52,24 @@ def test_zero_only(variables):
     assert report.statuses == ["zero"] and report[0].norm == 0.0
 
 
+def test_tiny_and_huge_gradients_of_every_float_dtype_are_ok_with_their_norm():
+    """A status reads every value, not a norm (1e-200 squared underflows to 0, 1e300 squared
+    overflows), and the norm is computed scaled, so neither under- nor overflows."""
+    cases = [
+        (tf.float64, [1e-200, 0.0], 1e-200),
+        (tf.float64, [1e300, -1e300], math.sqrt(2) * 1e300),
+        (tf.float64, [1e-50, 0.0], 1e-50),
+        (tf.float32, [3e38, 3e38], math.sqrt(2) * float(np.float32(3e38))),
+        (tf.float16, [65504.0, 65504.0], math.sqrt(2) * 65504.0),
+        (tf.bfloat16, [1e-30, 0.0], float(tf.cast(tf.constant(1e-30, tf.bfloat16), tf.float64))),
+    ]
+    for dtype, values, norm in cases:
+        gradient = tf.constant(values, dtype)
+        report = gradient_report([gradient], [tf.Variable(tf.zeros(2, dtype))])
+        assert report.statuses == ["ok"], (dtype, values, report.statuses)
+        assert math.isclose(report[0].norm, norm, rel_tol=1e-6), (dtype, values, report[0].norm)
+
+
 def test_nonfinite_nan_and_inf(variables):
     c = variables[2]
     inf = gradient_report(_grads(lambda: tf.math.log(c - 1.0), [c]), [c])  # d/dc log(0) = inf

@@ -226,8 +226,10 @@ def _row(grad: Any, variable: Any, index: int, name: str | None = None) -> Gradi
     if not finite:
         has_nan = bool(tf.reduce_any(tf.math.is_nan(values)))
         return GradientRow(name, shape, "nonfinite", math.nan if has_nan else math.inf)
-    norm = float(tf.norm(values))
-    return GradientRow(name, shape, "zero" if norm == 0.0 else "ok", norm)
+    if bool(tf.reduce_all(values == 0.0)):  # every value, not a norm: 1e-200 squared is 0
+        return GradientRow(name, shape, "zero", 0.0)
+    largest = tf.reduce_max(values)  # scaled first, so the norm neither under- nor overflows
+    return GradientRow(name, shape, "ok", float(largest) * float(tf.norm(values / largest)))
 
 
 def _dense_values(grad: Any, name: str) -> tf.Tensor:

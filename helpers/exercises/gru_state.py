@@ -18,11 +18,17 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from helpers.audio import HOP_LENGTH, stft
+from helpers.audio import HOP_LENGTH, REAL_CLIP, load_clip, mix, stft
 from helpers.course import sig
 from helpers.diagnosis import max_abs_diff, variable_name
 from helpers.exercises import CheckResult, run_check
-from helpers.exercises.compare import GRAPH_ONLY, error_text, first_difference_of, two_values
+from helpers.exercises.compare import (
+    GRAPH_ONLY,
+    Search,
+    error_text,
+    first_difference_of,
+    two_values,
+)
 from helpers.models import apply_masks, denoising_loss, make_gru_step_model
 from helpers.recurrence import unroll, zero_state
 
@@ -141,6 +147,38 @@ class SequenceInput:
         return f"a clip of {self.frames} frames (noise seed {self.seed})"
 
 
+@dataclass(frozen=True)
+class CourseClip:
+    """The course's clip ``name`` (its longest, by default: ``arctic_a0009``, 194 frames) in
+    white noise at ``snr_db``, from ``seed``: the whole length a learner's loop meets."""
+
+    name: str = REAL_CLIP
+    snr_db: float = 5.0
+    seed: int = 0
+
+    @property
+    def frames(self) -> int:
+        return int(_course_clip(self)[0].shape[1])
+
+    def make(self) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(noisy_spectrum (1, frames, 257), clean_audio (1, samples))``."""
+        return _course_clip(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"the course's clip {self.name} ({self.frames} frames) in white noise at "
+            f"{self.snr_db:g} dB (seed {self.seed})"
+        )
+
+
+@cache
+def _course_clip(clip: CourseClip) -> tuple[tf.Tensor, tf.Tensor]:
+    clean = load_clip(clip.name).clean
+    noise = np.random.default_rng(clip.seed).standard_normal(len(clean))
+    noisy = mix(clean, noise, clip.snr_db)
+    return stft(noisy[np.newaxis]), tf.constant(clean[np.newaxis], tf.float32)
+
+
 @cache
 def _graph_unroll(model: keras.Model):
     """``unroll``'s outputs inside one ``tf.function`` for any number of frames (traced once):
@@ -160,16 +198,25 @@ _SEQUENCE_FRAMES = 40  # the first clip: longer than any truncation period a lea
 
 
 def _first_cut(tape, states) -> int | None:
-    """The first step whose state is not connected, on the tape, to the state the step
-    before received: there the chain through time is cut (``stop_gradient``, NumPy, a
-    Variable), whatever the period. From step 2: the first state, the learner's zeros, is
-    on no tape."""
-    for t in range(2, len(states)):
+    """The first step whose state is cut off, on the tape, from the state the step before
+    received (``stop_gradient``, NumPy, a reset, a Variable), whatever the period, or None.
+
+    One backward pass from the last state asks for its gradient with respect to every state
+    before it: those before the last cut get None. The pass is repeated from the state before
+    that cut until none is missing (one pass when nothing is cut). From step 2: the first
+    state, the learner's zeros, is on no tape."""
+    for t in range(1, len(states)):
         if isinstance(states[t], tf.Variable) or states[t] is states[t - 1]:
             return t  # a Variable: what the step reads was assigned, not computed
-        if tape.gradient(states[t], states[t - 1]) is None:
-            return t
-    return None
+    first, end = None, len(states) - 1
+    while end >= 2:
+        reach = tape.gradient(states[end], states[1:end])
+        missing = [t for t, gradient in enumerate(reach, 1) if gradient is None]
+        if not missing:
+            break
+        first = missing[-1] + 1  # the first state the pass reaches, after the last one it does not
+        end = first - 1
+    return first
 
 
 def _is_scalar(loss) -> str | None:
@@ -181,7 +228,7 @@ def _is_scalar(loss) -> str | None:
     return None
 
 
-def _sequence_fault(fn, clip: SequenceInput, graph: bool) -> str | None:
+def _sequence_fault(fn, clip: SequenceInput | CourseClip, graph: bool) -> str | None:
     """How the learner's loss differs from the reference on ``clip``, or None."""
     model, log = _counted(4, 257)
     variables = model.trainable_weights
@@ -216,45 +263,73 @@ def _sequence_fault(fn, clip: SequenceInput, graph: bool) -> str | None:
         grads = None
     if fault := _is_scalar(loss):
         return f"{where}: {fault}"
-    if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
-        got, want = two_values(loss, expected)
-        return f"{where} your loss is {got}; the reference (a full unroll) gives {want}."
+    cut = None
     if tape is not None:
         grads = tape.gradient(loss, variables)
-        if _gradient_fault(grads, expected_grads, variables) is None:
-            return None
-        cut = _first_cut(tape, log.states)  # why they differ (costly: only when they do)
-        if cut is not None:
-            return (
-                f"{where}: the same loss, but the state step {cut} receives is cut off from "
-                "the step before it: backprop through time stops there, so earlier steps "
-                "learn nothing from what comes after. Pass each step the very tensor the step "
-                "before returned."
-            )
+        cut = _first_cut(tape, list(log.states))
+    if abs(float(loss) - float(expected)) > 1e-5 * abs(float(expected)):
+        got, want = two_values(loss, expected)
+        why = (
+            f": the state step {cut} receives is not the one the step before returned (the "
+            "starting zeros again, a reset, or a copy), so the loop forgets what came before"
+            if cut is not None
+            else ""
+        )
+        return f"{where} your loss is {got}; the reference (a full unroll) gives {want}{why}."
+    if cut is not None:
+        return (
+            f"{where}: the same loss, but the state step {cut} receives is cut off from the "
+            "step before it: backprop through time stops there, so earlier steps learn "
+            "nothing from what comes after. Pass each step the very tensor the step before "
+            "returned."
+        )
     if fault := _gradient_fault(grads, expected_grads, variables):
         return f"{where}: {fault}"
     return None
 
 
-_CLIPS = st.builds(SequenceInput, st.integers(2, 72), st.integers(0, 2**16))
+# The longest clip of the course, run eagerly on every call: a loop must hold over the whole
+# length a learner's clips have, and a cut at any frame of it fails there.
+LONGEST_CLIP = CourseClip()
+_CLIPS = st.builds(SequenceInput, st.integers(2, LONGEST_CLIP.frames), st.integers(0, 2**16))
+# Inside tf.function a Python loop is traced frame by frame (about a minute for 194 frames):
+# short clips there, where what can differ is the mode (a tensor without a value, a Variable
+# made in the function), not the length.
+_SHORT_CLIPS = st.builds(SequenceInput, st.integers(2, 6), st.integers(0, 2**16))
+
+
+def _frames_text(clips) -> str:
+    lengths = [str(clip.frames) for clip in clips]
+    listed = lengths[0] if len(lengths) == 1 else f"{', '.join(lengths[:-1])} and {lengths[-1]}"
+    return f"{len(lengths)} clip{'s' if len(lengths) > 1 else ''} of {listed} frames"
 
 
 def check_sequence_loss(function) -> CheckResult:
     """``function(step_model, noisy_spectrum, clean_audio)`` must return the denoising loss
     of a hand-threaded loop: one step-model call per frame, each given the state the step
     before returned (as a tensor), the masks turned into audio in TensorFlow; the same value
-    and gradients as the reference (a full unroll). Compared eagerly on a 40-frame clip and
-    on generated clips of 2 to 72 frames (the notebook's have 47), and inside ``tf.function``
-    on short generated clips. The tape must connect the state each step receives to the one
-    the step before received, so truncating it anywhere fails at that step."""
+    and gradients as the reference (a full unroll).
+
+    The domain is the course's clips: 2 frames up to the longest, ``arctic_a0009`` (194
+    frames; the utterances have 91 to 97). Compared eagerly on a 40-frame clip (the trap),
+    then on the whole of ``arctic_a0009`` in noise (the boundary, on every call), then on 2
+    generated clips of 2 to 194 frames; and inside ``tf.function`` on one generated clip of
+    2 to 6 frames (tracing a Python loop of 194 frames takes about a minute). Eagerly the
+    step model must be called once per frame, and the tape must connect the state each step
+    receives to the step before it (a backward pass from the last state asks for its gradient
+    with respect to every state before it), so a cut or a reset at any frame up to the clip's
+    length fails, at that frame."""
 
     def check(fn):
-        short = st.builds(SequenceInput, st.integers(2, 6), st.integers(0, 2**16))
+        eager: list = []
+        graph: list = []
         difference = first_difference_of(
             [
-                (_CLIPS, lambda clip: _sequence_fault(fn, clip, False),
-                 [SequenceInput(_SEQUENCE_FRAMES, 6)], 3, 12),
-                (short, lambda clip: _sequence_fault(fn, clip, True), [], 1, 12),
+                Search(_CLIPS, lambda clip: _sequence_fault(fn, clip, False),
+                       traps=[SequenceInput(_SEQUENCE_FRAMES, 6)], boundaries=[LONGEST_CLIP],
+                       examples=2, runs=6, tried=eager),
+                Search(_SHORT_CLIPS, lambda clip: _sequence_fault(fn, clip, True), examples=1,
+                       runs=6, tried=graph),
             ]
         )  # fmt: skip
         if difference is not None:
@@ -262,8 +337,10 @@ def check_sequence_loss(function) -> CheckResult:
         return (
             True,
             "One call per frame, each given the state the step before returned: the "
-            "reference's loss and gradients on every clip tried (2 to 72 frames), eagerly and "
-            "inside tf.function.",
+            "reference's loss and gradients, and every step's state connected to the step "
+            f"before it, eagerly on {_frames_text(eager)} (the {LONGEST_CLIP.frames}-frame "
+            f"one is {LONGEST_CLIP.name}, the course's longest), and the same loss and "
+            f"gradients inside tf.function on {_frames_text(graph)}.",
         )
 
     return run_check(
@@ -272,7 +349,7 @@ def check_sequence_loss(function) -> CheckResult:
         check,
         hint="The tape follows operations, not names or containers: each frame's "
         "step must take the state the step before it returned, and the masks "
-        "must stay tensors all the way to the loss. The clips are of any length.",
+        "must stay tensors all the way to the loss. The clips have up to 194 frames.",
     )
 
 
@@ -339,13 +416,54 @@ def reference_truncated_unroll(step_model, chunks) -> tf.Tensor:
     return tf.concat(outputs, axis=1)
 
 
-def _full_unroll(step_model, chunks) -> tf.Tensor:
-    return unroll(step_model, tf.concat(list(chunks), axis=1))[0]
+@cache
+def _cut_unroll(model: keras.Model):
+    """The references of 2.1 as one ``tf.function`` (traced once): ``model`` unrolled over
+    ``frames`` from zeros, the state's gradient stopped before every frame where ``cut`` is
+    True; the outputs, and the gradients of ``sum(outputs * weights)`` with respect to the
+    variables and to the frames. Cut at the chunk edges, it is the reference; nowhere, one
+    full run; at every frame, a run that stops every gradient through time."""
+    frames_spec = tf.TensorSpec((1, None, _STREAM_BINS), tf.float32)
+    cut_spec = tf.TensorSpec((None,), tf.bool)
+
+    @tf.function(input_signature=[frames_spec, cut_spec, frames_spec])
+    def run(frames, cut, weights):
+        variables = model.trainable_variables
+        with tf.GradientTape() as tape:
+            tape.watch(frames)
+            steps = tf.shape(frames)[1]
+            time_major = tf.transpose(frames, [1, 0, 2])
+            collected = tf.TensorArray(tf.float32, size=steps, element_shape=(1, _STREAM_BINS))
+
+            def body(t, state, collected):
+                state = tf.where(cut[t], tf.stop_gradient(state), state)
+                output, state = model([time_major[t], state])
+                return t + 1, tf.ensure_shape(state, (1, _STREAM_UNITS)), collected.write(t, output)
+
+            start = (tf.constant(0), zero_state(model), collected)
+            _, _, collected = tf.while_loop(lambda t, *_: t < steps, body, start)
+            outputs = tf.transpose(collected.stack(), [1, 0, 2])
+            loss = tf.reduce_sum(outputs * weights)
+        grads = tape.gradient(loss, [*variables, frames])
+        return outputs, grads[:-1], grads[-1]
+
+    return run
 
 
-def _every_frame_cut(step_model, chunks) -> tf.Tensor:
-    frames = tf.concat(list(chunks), axis=1)
-    return unroll(step_model, frames, chunk_size=1)[0]
+def _reference_run(plan: ChunkPlan, cut_at: str):
+    """``(outputs, variable gradients, chunk gradients)`` of ``_cut_unroll`` on ``plan``, cut
+    at ``"edges"`` (the reference), ``"nowhere"`` or ``"every frame"``."""
+    frames, _, weights = plan.make()
+    edges = [int(n) for n in np.cumsum([0, *plan.sizes])]
+    cut = np.zeros(edges[-1], bool)
+    if cut_at == "edges":
+        cut[edges[1:-1]] = True
+    elif cut_at == "every frame":
+        cut[1:] = True
+    outputs, grads, frame_grads = _cut_unroll(_small_model(_STREAM_UNITS, _STREAM_BINS))(
+        frames, tf.constant(cut), weights
+    )
+    return outputs, grads, [frame_grads[:, a:b] for a, b in zip(edges, edges[1:])]
 
 
 def _outputs_and_gradients(fn, model, plan: ChunkPlan, log, graph: bool):
@@ -370,10 +488,32 @@ def _outputs_and_gradients(fn, model, plan: ChunkPlan, log, graph: bool):
     return (*run(), arrivals)
 
 
+def _cut_inside_a_chunk(fn, plan: ChunkPlan) -> tuple[int, int] | None:
+    """``(chunk, step)``, both from 1: the first step inside a chunk whose state the
+    learner's code cut off from the step before it, found on the tape of an eager run (as
+    ``_first_cut`` finds it in 1.1); None when no cut inside a chunk is found. A second run,
+    made only to explain a difference."""
+    model, log = _counted(_STREAM_UNITS, _STREAM_BINS)
+    log.frame_shapes.clear()
+    log.states.clear()
+    _, chunks, _ = plan.make()
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(chunks)
+        fn(model, _Arrivals(chunks, None))
+    states = list(log.states)
+    edges = [int(n) for n in np.cumsum([0, *plan.sizes])]
+    if len(states) != edges[-1]:
+        return None
+    for number, (start, stop) in enumerate(zip(edges, edges[1:]), 1):
+        cut = _first_cut(tape, states[start:stop])
+        if cut is not None:
+            return number, cut
+    return None
+
+
 def _stream_fault(fn, plan: ChunkPlan, graph: bool) -> str | None:
     """How the learner's truncated unroll differs from the reference on ``plan``, or None."""
     model, log = _counted(_STREAM_UNITS, _STREAM_BINS)
-    inner = _small_model(_STREAM_UNITS, _STREAM_BINS)  # the same variables, calls not logged
     object.__setattr__(log, "forgive_repeats", True)  # keras.layers.RNN's output probe
     log.frame_shapes.clear()
     where = f"With {plan!r}" + (" inside tf.function" if graph else "")
@@ -405,14 +545,7 @@ def _stream_fault(fn, plan: ChunkPlan, graph: bool) -> str | None:
                 f"times when each chunk was read; each chunk is run before the next arrives "
                 f"({done[:-1]})."
             )
-    references = {}
-    for name, reference in (
-        ("reference", reference_truncated_unroll),
-        ("full", _full_unroll),
-        ("every frame", _every_frame_cut),
-    ):
-        references[name] = _outputs_and_gradients(reference, inner, plan, None, False)[:3]
-    expected, expected_grads, expected_chunk_grads = references["reference"]
+    expected, expected_grads, expected_chunk_grads = _reference_run(plan, "edges")
     difference = max_abs_diff(got, expected)
     if difference > 1e-5:
         per_frame = tf.reduce_max(tf.abs(got - expected), axis=[0, 2]).numpy()
@@ -435,7 +568,7 @@ def _stream_fault(fn, plan: ChunkPlan, graph: bool) -> str | None:
         chunk_grads, expected_chunk_grads, chunk_names
     ):
         return None
-    full_grads, full_chunk_grads = references["full"][1:]
+    full_grads, full_chunk_grads = _reference_run(plan, "nowhere")[1:]
     if len(plan.sizes) > 1 and not _differing(grads, full_grads, names) + _differing(
         chunk_grads, full_chunk_grads, chunk_names
     ):
@@ -443,7 +576,7 @@ def _stream_fault(fn, plan: ChunkPlan, graph: bool) -> str | None:
             f"{where} the outputs are right, but the gradients are a full run's: nothing is "
             "cut. The state crosses each chunk edge with its history; let only its value cross."
         )
-    cut_grads, cut_chunk_grads = references["every frame"][1:]
+    cut_grads, cut_chunk_grads = _reference_run(plan, "every frame")[1:]
     if not _differing(grads, cut_grads, names) + _differing(
         chunk_grads, cut_chunk_grads, chunk_names
     ):
@@ -451,6 +584,15 @@ def _stream_fault(fn, plan: ChunkPlan, graph: bool) -> str | None:
             f"{where} the outputs are right, but the gradient is cut inside a chunk too, at "
             "every frame: an output does not reach the earlier frames of its own chunk as it "
             "should. Cut at the chunk edges only."
+        )
+    inside = None if graph else _cut_inside_a_chunk(fn, plan)
+    if inside is not None:
+        chunk, step = inside
+        return (
+            f"{where} the outputs are right, but backprop through time also stops inside "
+            f"chunk {chunk}: the state its step {step} receives (of {plan.sizes[chunk - 1]}) "
+            "is cut off from the step before it. Cut at the chunk edges only, however long a "
+            "chunk is."
         )
     wrong = _differing(chunk_grads, expected_chunk_grads, chunk_names)
     if wrong:
@@ -467,11 +609,28 @@ def _stream_fault(fn, plan: ChunkPlan, graph: bool) -> str | None:
 
 
 @st.composite
-def _chunk_plans(draw, most_frames: int) -> ChunkPlan:
-    sizes = draw(st.lists(st.integers(1, 8), min_size=1, max_size=6))
-    while sum(sizes) > most_frames:
+def _chunk_plans(draw, most_frames: int, largest_chunk: int) -> ChunkPlan:
+    sizes = draw(st.lists(st.integers(1, largest_chunk), min_size=1, max_size=6))
+    while len(sizes) > 1 and sum(sizes) > most_frames:
         sizes.pop()
     return ChunkPlan(tuple(sizes), draw(st.integers(0, 2**16)))
+
+
+# The domain: chunks of 1 to 100 frames, plans up to a whole clip (arctic_a0009, 194 frames).
+# Its edge is run eagerly on every call: a whole clip in a 100-frame chunk and a 94-frame one,
+# where an extra cut at any frame of either chunk, or a missing one at the edge, fails.
+LARGEST_CHUNK = 100
+WHOLE_CLIP_PLAN = ChunkPlan((LARGEST_CHUNK, LONGEST_CLIP.frames - LARGEST_CHUNK), 11)
+_PLANS = _chunk_plans(LONGEST_CLIP.frames, LARGEST_CHUNK)
+# Inside tf.function a Python loop over frames is traced frame by frame (about a minute for a
+# whole clip): short plans there, where what can differ is the mode, not the length.
+_SHORT_PLANS = _chunk_plans(8, 8)
+
+
+def _plans_text(plans: list[ChunkPlan]) -> str:
+    listed = [str(list(plan.sizes)) for plan in plans]
+    shown = listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} and {listed[-1]}"
+    return f"{len(plans)} plan{'s' if len(plans) > 1 else ''} (chunks of {shown} frames)"
 
 
 def check_truncated_unroll(function) -> CheckResult:
@@ -481,19 +640,26 @@ def check_truncated_unroll(function) -> CheckResult:
     ended with, and backprop through time cut at every chunk edge, and only there (truncated
     BPTT on chunks of any size).
 
-    Compared with the reference on chunks of 3, 4 and 3 frames and on generated chunk plans
-    (1 to 6 chunks of 1 to 8 frames), eagerly and inside ``tf.function``: the outputs, and the
-    gradients of a weighted sum of them with respect to every variable and every chunk.
+    The domain: chunks of 1 to 100 frames, in plans up to a whole clip (194 frames, the
+    course's longest). Compared with the reference eagerly on chunks of 3, 4 and 3 frames (the
+    trap), then on a whole clip cut into 100 and 94 frames (the boundary, on every call), then
+    on 2 generated plans (1 to 6 chunks of 1 to 100 frames, at most 194 in all); and inside
+    ``tf.function`` on chunks of 2 and 3 frames and on one generated plan of at most 8 frames
+    (tracing a Python loop over a whole clip takes about a minute). Compared: the outputs, and
+    the gradients of a weighted sum of them with respect to every variable and every chunk.
     Eagerly the step model must be called once per frame, on one frame, and every frame of a
-    chunk before the next chunk is read."""
+    chunk before the next chunk is read; a cut inside a chunk is named at its step."""
 
     def check(fn):
+        eager: list[ChunkPlan] = []
+        graph: list[ChunkPlan] = []
         difference = first_difference_of(
             [
-                (_chunk_plans(24), lambda plan: _stream_fault(fn, plan, False),
-                 [ChunkPlan((3, 4, 3), 7)], 4, 12),
-                (_chunk_plans(8), lambda plan: _stream_fault(fn, plan, True),
-                 [ChunkPlan((2, 3), 8)], 1, 12),
+                Search(_PLANS, lambda plan: _stream_fault(fn, plan, False),
+                       traps=[ChunkPlan((3, 4, 3), 7)], boundaries=[WHOLE_CLIP_PLAN],
+                       examples=2, runs=6, tried=eager),
+                Search(_SHORT_PLANS, lambda plan: _stream_fault(fn, plan, True),
+                       traps=[ChunkPlan((2, 3), 8)], examples=1, runs=6, tried=graph),
             ]
         )  # fmt: skip
         if difference is not None:
@@ -502,8 +668,8 @@ def check_truncated_unroll(function) -> CheckResult:
             True,
             "Each chunk run as it arrives from the state the previous one ended with (the "
             "outputs of one full run), and backprop cut at every chunk edge, nowhere else: "
-            "the reference's outputs and gradients on every plan tried, eagerly and inside "
-            "tf.function.",
+            f"the reference's outputs and gradients eagerly on {_plans_text(eager)}, and "
+            f"inside tf.function on {_plans_text(graph)}.",
         )
 
     return run_check(

@@ -30,7 +30,15 @@ from helpers.models import enhance, make_conv_denoiser, snapshot
 from helpers.voicing import cond_loop_voicing_loss
 
 QUIET_SCALE = 3e-7  # vowel_a at this scale: the question's loss equals the silent file's
-SCALES = (1.0, 1e-3, QUIET_SCALE)
+# vowel_a at this scale: the log compression's floor flattens the loss for reference and
+# estimate alike (their compressed levels are equal to the last bit), so every gradient is
+# exactly zero, and none is None.
+FLAT_SCALE = 1e-9
+SCALES = (1.0, 1e-3, QUIET_SCALE, FLAT_SCALE)
+# A model whose output is scaled by this (a muted estimate, 280 dB down) on a voiced clip:
+# every gradient is nonzero yet below 1e-19, so their squares underflow to 0 in float32.
+MUTED_GAIN = 1e-14
+SQUARE_UNDERFLOW = float(np.sqrt(np.finfo(np.float32).tiny))  # about 1.1e-19
 STEP_CLIPS = ("vowel_a", "fricative_s", "silence", "utterance_1", "utterance_2")
 
 
@@ -66,18 +74,21 @@ def _example(excerpt_: Excerpt) -> Clip:
 @dataclass(frozen=True)
 class StepPlan:
     """A model (``make_conv_denoiser(seed)``) with ``unused`` variables no loss reaches, listed
-    ``place`` ("first" or "last") among its variables, and the excerpts it is stepped on, in
-    order, with one Adam optimizer."""
+    ``place`` ("first" or "last") among its variables, its output scaled by ``output_gain``,
+    and the excerpts it is stepped on, in order, with one Adam optimizer."""
 
     excerpts: tuple[Excerpt, ...]
     unused: int = 0
     place: str = "first"
     seed: int = 7
+    output_gain: float = 1.0
 
     def __repr__(self) -> str:
         model = f"model seed {self.seed}"
         if self.unused:
             model += f", {self.unused} unused variable(s) listed {self.place}"
+        if self.output_gain != 1:
+            model += f", its output scaled by {self.output_gain:g}"
         return f"[{', '.join(map(repr, self.excerpts))}] ({model})"
 
 
@@ -101,11 +112,17 @@ class _UnusedHead(keras.layers.Layer):
 
 def _plan_model(plan: StepPlan) -> keras.Model:
     inner = make_conv_denoiser(seed=plan.seed)
-    if not plan.unused:
+    if not plan.unused and plan.output_gain == 1:
         return inner
     noisy = keras.Input(shape=(None, 1), name="noisy")
-    head = _UnusedHead(plan.unused, name="head")
-    output = inner(head(noisy)) if plan.place == "first" else head(inner(noisy))
+    output = noisy
+    if plan.unused and plan.place == "first":
+        output = _UnusedHead(plan.unused, name="head")(output)
+    output = inner(output)
+    if plan.unused and plan.place != "first":
+        output = _UnusedHead(plan.unused, name="head")(output)
+    if plan.output_gain != 1:
+        output = keras.layers.Rescaling(plan.output_gain, name="output_gain")(output)
     return keras.Model(noisy, output, name="with_unused_variables")
 
 
@@ -122,7 +139,22 @@ def reference_train_step_or_skip(model, optimizer, example) -> bool:
     return True
 
 
-def _why(example: Clip, stepped: bool, plan: StepPlan) -> str:
+def _gradient_kind(model, example: Clip) -> str:
+    """What the question's loss gives ``model`` on ``example``: "none" (every gradient None),
+    "zero" (every gradient that exists exactly zero), "tiny" (some nonzero, every one below
+    1e-19: their squares underflow in float32) or "some"."""
+    with tf.GradientTape() as tape:
+        loss = cond_loop_voicing_loss(example.clean, enhance(model, example.audio), example.labels)
+    grads = [g for g in tape.gradient(loss, model.trainable_variables) if g is not None]
+    if not grads:
+        return "none"
+    largest = max(float(tf.reduce_max(tf.abs(tf.cast(g, tf.float64)))) for g in grads)
+    if largest == 0:
+        return "zero"
+    return "tiny" if largest < SQUARE_UNDERFLOW else "some"
+
+
+def _why(example: Clip, stepped: bool, plan: StepPlan, kind: str = "some") -> str:
     """Why the reference did what it did on ``example``: what a wrong decision looked at."""
     voicing = "".join(str(int(v)) for v in example.labels.voicing)
     labels = f"labels {voicing} (0 silent, 1 voiced, 2 unvoiced)"
@@ -136,6 +168,17 @@ def _why(example: Clip, stepped: bool, plan: StepPlan) -> str:
         )
         return f"every gradient is None ({labels}){also}"
     reasons = []
+    if kind == "zero":
+        reasons.append(
+            "every gradient is exactly zero, and none is None: the loss is flat here, yet the "
+            "gradients exist, and the reference applies them as any other (zeros are "
+            "gradients); skip only when there is none"
+        )
+    if kind == "tiny":
+        reasons.append(
+            "every gradient is below 1e-19, and some are not zero: their squares underflow to "
+            "0 in float32, so a norm of them is 0; decide from None, not from a norm"
+        )
     if not (example.labels.voicing == Voicing.VOICED).any():
         reasons.append("no voiced frame, yet gradients: decide from them, not from the labels")
     if example.clean.std() < 1e-5:
@@ -152,16 +195,19 @@ def _why(example: Clip, stepped: bool, plan: StepPlan) -> str:
 
 
 @cache
-def _reference_run(plan: StepPlan) -> tuple[tuple[bool, tuple[np.ndarray, ...]], ...]:
-    """What the reference returns, and the weights after it, for every call of the plan
-    (the same for every answer: computed once per plan)."""
+def _reference_run(plan: StepPlan) -> tuple[tuple[bool, tuple[np.ndarray, ...], str], ...]:
+    """What the reference returns, the weights after it, and what kind of gradients it saw
+    (``_gradient_kind``), for every call of the plan (the same for every answer: computed once
+    per plan)."""
     model, optimizer = _plan_model(plan), keras.optimizers.Adam(learning_rate=1e-3)
     run = []
     for excerpt_ in plan.excerpts:
+        example = _example(excerpt_)
+        kind = _gradient_kind(model, example)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            applied = reference_train_step_or_skip(model, optimizer, _example(excerpt_))
-        run.append((applied, tuple(snapshot(model))))
+            applied = reference_train_step_or_skip(model, optimizer, example)
+        run.append((applied, tuple(snapshot(model)), kind))
     return tuple(run)
 
 
@@ -169,7 +215,7 @@ def _plan_fault(fn, plan: StepPlan) -> str | None:
     """How the learner's steps differ from the reference's on the plan, or None: the returned
     value, the optimizer's step count, and the weights, after every call."""
     model, optimizer = _plan_model(plan), keras.optimizers.Adam(learning_rate=1e-3)
-    for number, (excerpt_, (expected, weights)) in enumerate(
+    for number, (excerpt_, (expected, weights, kind)) in enumerate(
         zip(plan.excerpts, _reference_run(plan)), 1
     ):
         example = _example(excerpt_)
@@ -180,13 +226,13 @@ def _plan_fault(fn, plan: StepPlan) -> str | None:
             try:
                 applied = fn(model, optimizer, example)
             except Exception as error:
-                why = "" if expected else f"; here {_why(example, expected, plan)}"
+                why = "" if expected else f"; here {_why(example, expected, plan, kind)}"
                 return f"{where}: your code raised {error_text(error)}{why}."
         if not isinstance(applied, (bool, np.bool_)):
             return f"{where}: you returned {applied!r}; expected True or False."
         stepped = int(optimizer.iterations) - iterations
         moved = max(float(np.max(np.abs(a - b))) for a, b in zip(snapshot(model), weights))
-        why = _why(example, expected, plan)
+        why = _why(example, expected, plan, kind)
         if expected and not (applied and stepped == 1):
             return (
                 f"{where}, {why}. The reference steps and returns True; you returned "
@@ -219,7 +265,8 @@ def _step_plans(draw) -> StepPlan:
         excerpts.append(Excerpt(name, start, frames, draw(st.sampled_from(SCALES))))
     unused = draw(st.integers(0, 6))
     place = draw(st.sampled_from(["first", "last"]))
-    return StepPlan(tuple(excerpts), unused, place, draw(st.integers(0, 20)))
+    gain = draw(st.sampled_from([1.0, MUTED_GAIN]))
+    return StepPlan(tuple(excerpts), unused, place, draw(st.integers(0, 20)), gain)
 
 
 # Tried first: a very quiet voiced clip (its loss equals the silent file's while the model's
@@ -241,28 +288,56 @@ STEP_TRAPS = (
     StepPlan((Excerpt("vowel_a", 0, 3),), 1, "first", 8),
     StepPlan((Excerpt("vowel_a", 0, 3), Excerpt("silence", 0, 3)), 6, "last", 9),
 )
+# Then the edges of the gradients' range, which generated plans reach rarely: gradients that
+# exist but are all below 1e-19 (a muted estimate: their squares underflow to 0 in float32),
+# and gradients that are all exactly zero, none None (a voiced clip so quiet that the loss is
+# flat, on a model whose biases are still zero, so its output is as quiet). The reference
+# steps on both.
+STEP_BOUNDARIES = (
+    StepPlan((Excerpt("vowel_a", 0, 4), Excerpt("vowel_a", 4, 4)), output_gain=MUTED_GAIN),
+    StepPlan((Excerpt("vowel_a", 4, 4, FLAT_SCALE), Excerpt("vowel_a", 0, 4)), seed=10),
+)
+
+
+def _plans_text(plans: list[StepPlan]) -> str:
+    """What the plans tried held, counted by call."""
+    calls = [kind for plan in plans for *_, kind in _reference_run(plan)]
+    kinds = {kind: calls.count(kind) for kind in ("none", "zero", "tiny", "some")}
+    return (
+        f"{len(plans)} plans of {len(calls)} calls: {kinds['some']} with gradients, "
+        f"{kinds['tiny']} with gradients all below 1e-19 (squares that underflow), "
+        f"{kinds['zero']} with gradients all exactly zero and {kinds['none']} with none"
+    )
 
 
 def check_train_step_or_skip(function) -> CheckResult:
     """``function(model, optimizer, example)`` must take one optimizer step with the question's
     loss when any gradient exists and return True, and otherwise leave the model and the
-    optimizer untouched and return False. Compared with the reference after every call, on the
-    traps above and on generated plans: excerpts of voiced, unvoiced, silent and mixed clips
-    (some with speech in their labels and no gradient), at full scale and far down, and models
-    with up to six unused variables listed first or last."""
+    optimizer untouched and return False. Gradients that are all exactly zero exist: the
+    reference steps on them (zeros are gradients; only None means nothing reached a variable).
+
+    The domain: excerpts of voiced, unvoiced, silent and mixed course clips (some with speech
+    in their labels and no gradient), from full scale down to a voiced clip so quiet that every
+    gradient is exactly zero; models with up to six unused variables listed first or last, and
+    models whose output is muted (scaled by 1e-14), whose gradients exist but are below 1e-19,
+    so their squares underflow in float32. Compared with the reference after every call (the
+    returned value, the optimizer's step count and the weights): the traps above, then the
+    two edges (``STEP_BOUNDARIES``), then 3 generated plans."""
 
     def check(fn):
+        tried: list[StepPlan] = []
         difference = first_difference(
-            _step_plans(), lambda plan: _plan_fault(fn, plan), traps=STEP_TRAPS, examples=3,
-            runs=8,
+            _step_plans(), lambda plan: _plan_fault(fn, plan), traps=STEP_TRAPS,
+            boundaries=STEP_BOUNDARIES, examples=3, runs=8, tried=tried,
         )  # fmt: skip
         if difference is not None:
             return False, difference.message
         return True, (
-            "The reference's decision, return value and weights after every call: voiced and "
-            "unvoiced clips train (a very quiet one too, and with unused variables first or "
-            "last), clips with no gradient are skipped without touching the weights or "
-            "Adam's state, whatever their labels say."
+            f"The reference's decision, return value and weights after every call, on "
+            f"{_plans_text(tried)}: clips with gradients train (very quiet ones, muted "
+            "estimates and models with unused variables first or last too), clips with no "
+            "gradient are skipped without touching the weights or Adam's state, whatever "
+            "their labels say."
         )
 
     return run_check(
@@ -270,8 +345,9 @@ def check_train_step_or_skip(function) -> CheckResult:
         function,
         check,
         hint="Look at what the list of gradients holds on a silent file, and decide "
-        "from that list, not from the loss value or the labels: a quiet voiced file can have "
-        "the very same loss, and labels can say speech where no gradient exists. Turning None "
+        "from that list, not from the loss value, the labels or a norm: a quiet voiced file "
+        "can have the very same loss, labels can say speech where no gradient exists, and "
+        "tiny gradients have a norm of 0 in float32. Zeros are gradients too. Turning None "
         "into zeros is not skipping: Adam's momentum would still move the weights.",
     )
 
