@@ -148,7 +148,7 @@ class SequenceInput:
 
 
 @dataclass(frozen=True)
-class CourseClip:
+class CourseClipCase:
     """The course's clip ``name`` (its longest, by default: ``arctic_a0009``, 194 frames) in
     white noise at ``snr_db``, from ``seed``: the whole length a learner's loop meets."""
 
@@ -172,7 +172,7 @@ class CourseClip:
 
 
 @cache
-def _course_clip(clip: CourseClip) -> tuple[tf.Tensor, tf.Tensor]:
+def _course_clip(clip: CourseClipCase) -> tuple[tf.Tensor, tf.Tensor]:
     clean = load_clip(clip.name).clean
     noise = np.random.default_rng(clip.seed).standard_normal(len(clean))
     noisy = mix(clean, noise, clip.snr_db)
@@ -228,7 +228,7 @@ def _is_scalar(loss) -> str | None:
     return None
 
 
-def _sequence_fault(fn, clip: SequenceInput | CourseClip, graph: bool) -> str | None:
+def _sequence_fault(fn, clip: SequenceInput | CourseClipCase, graph: bool) -> str | None:
     """How the learner's loss differs from the reference on ``clip``, or None."""
     model, log = _counted(4, 257)
     variables = model.trainable_weights
@@ -290,7 +290,7 @@ def _sequence_fault(fn, clip: SequenceInput | CourseClip, graph: bool) -> str | 
 
 # The longest clip of the course, run eagerly on every call: a loop must hold over the whole
 # length a learner's clips have, and a cut at any frame of it fails there.
-LONGEST_CLIP = CourseClip()
+LONGEST_CLIP = CourseClipCase()
 _CLIPS = st.builds(SequenceInput, st.integers(2, LONGEST_CLIP.frames), st.integers(0, 2**16))
 # Inside tf.function a Python loop is traced frame by frame (about a minute for 194 frames):
 # short clips there, where what can differ is the mode (a tensor without a value, a Variable
