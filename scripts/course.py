@@ -259,6 +259,17 @@ def run(*command: str | Path, env: dict[str, str] | None = None, stdin: str | No
     return subprocess.run(command, cwd=ROOT, env=environment, input=stdin, text=True).returncode
 
 
+def lab_command(
+    root_dir: Path, start: str | Path, args: Sequence[str], as_root: bool | None = None
+) -> list[str | Path]:
+    """``jupyter lab`` serving ``root_dir`` and opening ``start``, then ``args``. As root (a
+    container's usual user) it adds ``--allow-root``: JupyterLab refuses to start without it."""
+    if as_root is None:
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    allow_root = ["--allow-root"] if as_root and "--allow-root" not in args else []
+    return ["jupyter", "lab", f"--ServerApp.root_dir={root_dir}", start, *allow_root, *args]
+
+
 def lint() -> int:
     """Every lint, all of them even when one fails; non-zero if any failed."""
     failed = [" ".join(map(str, command)) for command in LINTS if run(*command) != 0]
@@ -408,13 +419,11 @@ def main(argv: Sequence[str]) -> int:
         setup(COURSE_LOCK)
         if "--stored" in args:  # the course's notebooks, every output stored: for reading
             args.remove("--stored")
-            start = "notebooks/00_start_here.ipynb"
-            return run("jupyter", "lab", f"--ServerApp.root_dir={ROOT}", start, *args)
+            return run(*lab_command(ROOT, "notebooks/00_start_here.ipynb", args))
         if status := run(sys.executable, "scripts/workspace.py", "sync"):
             return status
         workspace = ROOT / "workspace"
-        start = workspace / "00_start_here.ipynb"
-        return run("jupyter", "lab", f"--ServerApp.root_dir={workspace}", start, *args)
+        return run(*lab_command(workspace, workspace / "00_start_here.ipynb", args))
     if command == "reset":
         setup(COURSE_LOCK)
         return run(sys.executable, "scripts/workspace.py", "reset", *args)

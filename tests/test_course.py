@@ -240,3 +240,35 @@ def test_a_failing_run_ends_by_naming_its_failures(tmp_path):
     assert result.returncode == 1
     last = result.stdout.strip().splitlines()[-2:]
     assert last[0].startswith("FAILED test_red.py::test_red"), result.stdout[-600:]
+
+
+@pytest.mark.parametrize("as_root", [True, False])
+def test_lab_allows_root_only_when_run_as_root(as_root):
+    """JupyterLab refuses to start as root ("Running as root is not recommended") unless given
+    --allow-root; in a container the user is root, so ``lab`` passes it there, once."""
+    workspace = ROOT / "workspace"
+    command = course.lab_command(
+        workspace, workspace / "00_start_here.ipynb", ["--no-browser"], as_root
+    )
+    assert command[:4] == [
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={workspace}",
+        workspace / "00_start_here.ipynb",
+    ]
+    assert command[-1] == "--no-browser"
+    assert ("--allow-root" in command) == as_root
+    given = course.lab_command(ROOT, "notebooks/00_start_here.ipynb", ["--allow-root"], as_root)
+    assert given.count("--allow-root") == 1
+
+
+def test_lab_runs_the_command_it_builds(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr(course, "setup", lambda lock: None)
+    monkeypatch.setattr(course, "run", lambda *command, env=None: ran.append(list(command)) or 0)
+    monkeypatch.setattr(course.os, "geteuid", lambda: 0)
+    assert course.main(["lab", "--stored", "--no-browser"]) == 0
+    assert ran == [
+        course.lab_command(ROOT, "notebooks/00_start_here.ipynb", ["--no-browser"], as_root=True)
+    ]
+    assert "--allow-root" in ran[0]
