@@ -417,6 +417,7 @@ def main(argv: Sequence[str]) -> int:
         )
     if command == "lab":
         setup(COURSE_LOCK)
+        os.environ.pop("MPLBACKEND", None)  # the kernels inherit it: Agg shows no figures
         if "--stored" in args:  # the course's notebooks, every output stored: for reading
             args.remove("--stored")
             return run(*lab_command(ROOT, "notebooks/00_start_here.ipynb", args))

@@ -5,6 +5,7 @@ problem (and the README quotes), which passes ``portability`` runs, and that ``l
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -262,11 +263,18 @@ def test_lab_allows_root_only_when_run_as_root(as_root):
     assert given.count("--allow-root") == 1
 
 
-def test_lab_runs_the_command_it_builds(tmp_path, monkeypatch):
+def test_lab_runs_the_command_it_builds_without_a_backend_that_hides_figures(monkeypatch):
+    """The command ``lab_command`` builds; and the kernels do not inherit ``MPLBACKEND``: with
+    ``MPLBACKEND=Agg`` (set in some containers) a kernel shows no figure."""
     ran = []
     monkeypatch.setattr(course, "setup", lambda lock: None)
-    monkeypatch.setattr(course, "run", lambda *command, env=None: ran.append(list(command)) or 0)
+    monkeypatch.setattr(
+        course,
+        "run",
+        lambda *command, env=None: ran.append(list(command)) or ("MPLBACKEND" in os.environ),
+    )
     monkeypatch.setattr(course.os, "geteuid", lambda: 0)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
     assert course.main(["lab", "--stored", "--no-browser"]) == 0
     assert ran == [
         course.lab_command(ROOT, "notebooks/00_start_here.ipynb", ["--no-browser"], as_root=True)

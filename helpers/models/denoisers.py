@@ -73,7 +73,7 @@ def _gru_step(units: int, bins: int, seed: int):
     log-magnitude features and one ``GRUCell`` step (layer names fixed). Checks the sizes, then
     calls ``make_deterministic(seed)``: Keras draws each layer's initial weights from Python's
     global random state when the layer is made, and a kernel's state moves between cells (a
-    reconnecting JupyterLab page moves it), so the seed is set here, where they are drawn."""
+    reconnecting JupyterLab page moves it), so seeding happens here, where they are drawn."""
     units, bins = check_int(units, "units", 1), check_int(bins, "bins", 2)
     make_deterministic(check_int(seed, "seed", 0))
     noisy_magnitude = keras.Input((int(bins),), name="noisy_magnitude")
