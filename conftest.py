@@ -2,13 +2,34 @@
 
 Kernels inherit this process's environment, so TensorFlow's start-up noise is silenced there
 too. ``MPLBACKEND`` is removed because a kernel with ``MPLBACKEND=Agg`` stores no figures.
+
+Strict nbval here runs every cell as a learner's JupyterLab may: before each cell the kernel
+answers a ``kernel_info`` and a ``comm_info`` request, which a page sends when it reconnects
+(a reload, a laptop waking). Each moves the kernel's global Python ``random`` state, from which
+Keras draws an unseeded initializer's seed, so a stored output that depends on how many
+messages the kernel received fails here.
 """
 
 import os
 
+from nbval.kernel import RunningKernel
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # as `import helpers` sets it
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 os.environ.pop("MPLBACKEND", None)
+
+RECONNECT_REPLY_TIMEOUT = 60  # seconds; the kernel answers between cells in milliseconds
+_execute_cell_input = RunningKernel.execute_cell_input
+
+
+def _reconnect_then_execute(kernel: RunningKernel, cell_input, allow_stdin=None):
+    """nbval's own execution of a cell, after the requests of a page that reconnects."""
+    for request in (kernel.kc.kernel_info, kernel.kc.comm_info):
+        kernel.await_reply(request(), timeout=RECONNECT_REPLY_TIMEOUT)
+    return _execute_cell_input(kernel, cell_input, allow_stdin)
+
+
+RunningKernel.execute_cell_input = _reconnect_then_execute
 
 _notebook_seconds: dict[str, float] = {}
 

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from scripts import lint_course  # what a prompt's run is: one definition, the lint's
+from scripts.make_student_edition import GLOSSARY, GLOSSARY_LINK  # the notebooks' link
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "site"
@@ -29,7 +30,6 @@ STAGE = SITE / "_build" / "src"
 HTML = SITE / "_build" / "html"
 NOTEBOOK_LINK = re.compile(r"\]\(notebooks/(\d\d_\w+)\.ipynb\)")
 ANCHOR = re.compile(r'^<a id="([\w-]+)"></a>$', re.M)
-GLOSSARY_LINK = "](../GLOSSARY.md"  # a notebook's link to the glossary, which is a page here
 OTHER_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://|#|\d\d_\w+\.ipynb)[^)]*\)")
 
 
@@ -88,7 +88,8 @@ def staged_notebook(notebook: dict) -> dict:
                 output["data"]["text/html"] = SILENT_PLAYER.sub(SILENT_NOTE, html)
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            cell["source"] = ANCHOR.sub(r"(\1)=", source).replace(GLOSSARY_LINK, "](glossary.md")
+            source = source.replace(GLOSSARY_LINK, "](glossary.md")  # a page of the site
+            cell["source"] = ANCHOR.sub(r"(\1)=", source)
         tags = cell.get("metadata", {}).get("tags", [])
         if "proof" in tags and "hide-input" not in tags:
             cell["metadata"]["tags"] = [*tags, "hide-input"]
@@ -107,7 +108,7 @@ def stage(where: Path = STAGE) -> list[str]:
         notebook = staged_notebook(json.loads(path.read_text(encoding="utf-8")))
         (where / path.name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
         chapters.append(path.stem)
-    shutil.copy(ROOT / "GLOSSARY.md", where / "glossary.md")
+    shutil.copy(ROOT / GLOSSARY, where / "glossary.md")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     (where / "index.md").write_text(landing_page(readme, [*chapters, "glossary"]), encoding="utf-8")
     return chapters

@@ -280,6 +280,17 @@ def run(*command: str | Path, env: dict[str, str] | None = None, stdin: str | No
     return subprocess.run(command, cwd=ROOT, env=environment, input=stdin, text=True).returncode
 
 
+def lab_command(
+    root_dir: Path, start: str | Path, args: Sequence[str], as_root: bool | None = None
+) -> list[str | Path]:
+    """``jupyter lab`` serving ``root_dir`` and opening ``start``, then ``args``. As root (a
+    container's usual user) it adds ``--allow-root``: JupyterLab refuses to start without it."""
+    if as_root is None:
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    allow_root = ["--allow-root"] if as_root and "--allow-root" not in args else []
+    return ["jupyter", "lab", f"--ServerApp.root_dir={root_dir}", start, *allow_root, *args]
+
+
 def lint(bin_dir: Path = VENV / "bin") -> int:
     """Every lint, with the programs of ``bin_dir``, all of them even when one fails; non-zero
     if any failed."""
@@ -521,15 +532,14 @@ def main(argv: Sequence[str]) -> int:
         )
     if command == "lab":
         setup(COURSE_LOCK)
+        os.environ.pop("MPLBACKEND", None)  # the kernels inherit it: Agg shows no figures
         if "--stored" in args:  # the course's notebooks, every output stored: for reading
             args.remove("--stored")
-            start = "notebooks/00_start_here.ipynb"
-            return run("jupyter", "lab", f"--ServerApp.root_dir={ROOT}", start, *args)
+            return run(*lab_command(ROOT, "notebooks/00_start_here.ipynb", args))
         if status := run(sys.executable, "-m", "scripts.workspace", "sync"):
             return status
         workspace = ROOT / "workspace"
-        start = workspace / "00_start_here.ipynb"
-        return run("jupyter", "lab", f"--ServerApp.root_dir={workspace}", start, *args)
+        return run(*lab_command(workspace, workspace / "00_start_here.ipynb", args))
     if command == "reset":
         setup(COURSE_LOCK)
         return run(sys.executable, "-m", "scripts.workspace", "reset", *args)

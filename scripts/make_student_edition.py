@@ -17,10 +17,12 @@ metadata the checkers use), in the same order; Markdown keeps every other word, 
 included (a ``<details>`` block without Python code stays). The checkers and their hints live
 in ``helpers.exercises``, so they work unchanged.
 
-Nothing is copied. The notebooks import ``helpers`` from the course environment (installed in
-editable mode), and ``helpers.audio.clips`` finds ``data/`` next to the ``helpers`` package, not
-from the working directory; so the student notebooks run from any folder with the course
-kernel.
+The glossary comes too, as ``GLOSSARY.md`` beside the notebooks, and their links to it
+(``../GLOSSARY.md`` in ``notebooks/``) point there: a server opened on the folder cannot reach
+the folder above it. Nothing else is copied. The notebooks import ``helpers`` from the course
+environment (installed in editable mode), and ``helpers.audio.clips`` finds ``data/`` next to
+the ``helpers`` package, not from the working directory; so the student notebooks run from any
+folder with the course kernel.
 
 Running it again rewrites a notebook only if the course changed (it prints ``wrote`` or
 ``unchanged`` for each): the student folder is something to hand out, not to work in.
@@ -38,6 +40,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 KEEP_OUTPUT_TAG = "keep-output"
+GLOSSARY = "GLOSSARY.md"  # at the course's root
+GLOSSARY_LINK = f"](../{GLOSSARY}"  # a course notebook's link to it (or a term), from notebooks/
 DETAILS = re.compile(r"<details\b.*?</details>[ \t]*\n?", re.S)
 SOLUTION_CODE = re.compile(r"<details>.*?```python\n(.*?)```.*?</details>", re.S)
 EXERCISE_TITLE = re.compile(r"^## Exercise (\d+\.\d+):", re.M)
@@ -129,6 +133,23 @@ def without_outputs(
     return cleared
 
 
+def with_glossary_beside(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``notebook`` (changed in place) with its links to the glossary pointing at
+    ``GLOSSARY.md`` in its own folder: where a copy of the notebooks is opened (the workspace,
+    the student edition), the glossary is copied beside them (``copy_glossary``)."""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace(GLOSSARY_LINK, f"]({GLOSSARY}")
+    return notebook
+
+
+def copy_glossary(folder: Path, root: Path = ROOT) -> tuple[Path, bool]:
+    """The course's glossary as ``folder/GLOSSARY.md`` (``write_if_changed``): the file and
+    whether it was written."""
+    path = Path(folder) / GLOSSARY
+    return path, write_if_changed(path, (Path(root) / GLOSSARY).read_text(encoding="utf-8"))
+
+
 def notebook_text(notebook: nbformat.NotebookNode) -> str:
     """A validated notebook as ``nbformat.write`` writes it (ending in a newline)."""
     nbformat.validate(notebook)
@@ -138,7 +159,7 @@ def notebook_text(notebook: nbformat.NotebookNode) -> str:
 
 def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student edition of one notebook (a new object; ``notebook`` is not changed)."""
-    student = without_outputs(notebook)
+    student = with_glossary_beside(without_outputs(notebook))
     cells = []
     for cell in student.cells:
         if cell.cell_type == "markdown" and _is_solution(cell.source):
@@ -166,10 +187,10 @@ def write_if_changed(path: Path, text: str) -> bool:
 
 
 def write_student_edition(target: Path, root: Path = ROOT) -> list[tuple[Path, bool]]:
-    """Write the student edition of every course notebook into ``target``.
+    """Write the student edition of every course notebook, and the glossary, into ``target``.
 
-    Returns ``(path, written)`` per notebook: ``written`` is False when the file there was
-    already exactly this (so running it twice changes nothing)."""
+    Returns ``(path, written)`` per notebook, then the glossary's: ``written`` is False when
+    the file there was already exactly this (so running it twice changes nothing)."""
     target = Path(target)
     if target.exists() and not target.is_dir():
         raise NotADirectoryError(
@@ -184,7 +205,7 @@ def write_student_edition(target: Path, root: Path = ROOT) -> list[tuple[Path, b
         text = notebook_text(student_notebook(nbformat.read(path, as_version=4)))
         out = target / path.name
         results.append((out, write_if_changed(out, text)))
-    return results
+    return [*results, copy_glossary(target, root)]
 
 
 def main(argv: list[str]) -> int:

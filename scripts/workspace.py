@@ -8,9 +8,11 @@ running and saving a notebook changes no file of the course:
 
 Each copy is the course notebook as ``make_student_edition.without_outputs`` clears it:
 code, hints and solutions (collapsed) as in the course, no stored output at all (not even a
-``keep-output`` cell's: the learner's run makes every output). ``workspace/`` also
-holds ``.course.json``: per notebook, the SHA-256 of the course version the copy was made from
-and of the copy as written. On every ``sync``:
+``keep-output`` cell's: the learner's run makes every output), its glossary links pointing
+at the copy of ``GLOSSARY.md`` that every ``sync`` keeps beside it (JupyterLab serves
+``workspace/``, not the folder above). ``workspace/`` also holds ``.course.json``: per
+notebook, the SHA-256 of the course version the copy was made from and of the copy as
+written. On every ``sync``:
 
 * a notebook with no copy gets one (on first use, all eight);
 * a copy the learner has not changed (its bytes are as written) follows the course: when the
@@ -50,7 +52,8 @@ def _sha(data: bytes) -> str:
 def course_version(path: Path) -> str:
     """The text a learner's copy of the course notebook ``path`` starts from."""
     notebook = nbformat.read(path, as_version=4)
-    return edition.notebook_text(edition.without_outputs(notebook, keep=None))
+    cleared = edition.without_outputs(notebook, keep=None)
+    return edition.notebook_text(edition.with_glossary_beside(cleared))
 
 
 @dataclass
@@ -90,6 +93,7 @@ class Workspace:
         """Bring the workspace up to the course, keeping every change of the learner's; one
         line per thing that happened."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        edition.copy_glossary(self.folder, self.root)  # the course's, not the learner's
         record, lines = self._record(), []
         for path in edition.course_notebooks(self.root):
             name, text = path.stem, course_version(path)

@@ -4,6 +4,7 @@ problem (and the README quotes), which passes ``portability`` runs, and that ``l
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -289,3 +290,42 @@ def test_the_hub_turns_off_nbgraders_authoring_plugins_by_their_real_names():
     for plugin in course.AUTHORING_PLUGINS:
         assert f'"{plugin}"' in registered, plugin
     assert "@jupyter/nbgrader:assignment-list" not in course.AUTHORING_PLUGINS
+
+
+@pytest.mark.parametrize("as_root", [True, False])
+def test_lab_allows_root_only_when_run_as_root(as_root):
+    """JupyterLab refuses to start as root ("Running as root is not recommended") unless given
+    --allow-root; in a container the user is root, so ``lab`` passes it there, once."""
+    workspace = ROOT / "workspace"
+    command = course.lab_command(
+        workspace, workspace / "00_start_here.ipynb", ["--no-browser"], as_root
+    )
+    assert command[:4] == [
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={workspace}",
+        workspace / "00_start_here.ipynb",
+    ]
+    assert command[-1] == "--no-browser"
+    assert ("--allow-root" in command) == as_root
+    given = course.lab_command(ROOT, "notebooks/00_start_here.ipynb", ["--allow-root"], as_root)
+    assert given.count("--allow-root") == 1
+
+
+def test_lab_runs_the_command_it_builds_without_a_backend_that_hides_figures(monkeypatch):
+    """The command ``lab_command`` builds; and the kernels do not inherit ``MPLBACKEND``: with
+    ``MPLBACKEND=Agg`` (set in some containers) a kernel shows no figure."""
+    ran = []
+    monkeypatch.setattr(course, "setup", lambda lock: None)
+    monkeypatch.setattr(
+        course,
+        "run",
+        lambda *command, env=None: ran.append(list(command)) or ("MPLBACKEND" in os.environ),
+    )
+    monkeypatch.setattr(course.os, "geteuid", lambda: 0)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    assert course.main(["lab", "--stored", "--no-browser"]) == 0
+    assert ran == [
+        course.lab_command(ROOT, "notebooks/00_start_here.ipynb", ["--no-browser"], as_root=True)
+    ]
+    assert "--allow-root" in ran[0]

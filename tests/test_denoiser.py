@@ -4,6 +4,8 @@ own loop (its ``tf.Variable`` state)."""
 
 from __future__ import annotations
 
+import random
+
 import keras
 import numpy as np
 import pytest
@@ -31,6 +33,8 @@ from helpers.models.denoisers import (
     enhance,
     is_step_model,
     make_conv_denoiser,
+    make_dense_frame_denoiser,
+    make_gru_floor_step_model,
     make_gru_step_model,
 )
 from helpers.recurrence import zero_state
@@ -88,6 +92,40 @@ def test_step_model_shapes_and_variables():
 def test_make_gru_step_model_rejects_bad_sizes(units, bins, match):
     with pytest.raises(ValueError, match=match):
         make_gru_step_model(units=units, bins=bins)
+
+
+BUILDERS = {  # every builder whose layers draw their initial weights, at a small size
+    "make_gru_step_model": (make_gru_step_model, {"units": 3, "bins": 5}),
+    "make_gru_floor_step_model": (make_gru_floor_step_model, {"units": 3, "bins": 5}),
+    "make_dense_frame_denoiser": (make_dense_frame_denoiser, {"units": 3, "frame_length": 8}),
+}
+
+
+def _weights(model: keras.Model) -> list[np.ndarray]:
+    return [w.numpy() for w in model.weights]
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_a_builders_initial_weights_come_from_its_seed_alone(name):
+    """Keras draws an unseeded initializer's seed from Python's global random state, which a
+    reconnecting JupyterLab page moves: a notebook cell that builds a model must give the
+    same weights when it runs again, after any other draws, and other ones for another seed."""
+    make, sizes = BUILDERS[name]
+    first = _weights(make(seed=1, **sizes))
+    random.seed(12345)  # the state moved, as between two cells after a reload
+    random.random()
+    again = _weights(make(seed=1, **sizes))
+    other = _weights(make(seed=2, **sizes))
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+@pytest.mark.parametrize("seed", [-1, 1.5, "0"])
+def test_a_builder_refuses_a_seed_that_is_not_a_non_negative_integer(name, seed):
+    make, sizes = BUILDERS[name]
+    with pytest.raises(ValueError, match="seed must be"):
+        make(seed=seed, **sizes)
 
 
 def test_features_start_near_zero_mean_unit_spread():
@@ -355,8 +393,6 @@ def test_variable_assign_truncates_silently(step_model, question_inputs):
 
 
 def test_frame_denoiser_is_tiny_and_repeatable():
-    from helpers.models import make_dense_frame_denoiser
-
     model = make_dense_frame_denoiser()
     assert [tuple(v.shape) for v in model.trainable_variables] == [
         (512, 16),

@@ -186,12 +186,28 @@ CASES = {  # notebook name: (the cell's source now, its stored outputs, its tags
         [],
         False,
     ),
+    # A page that reconnects between two cells moves Python's random state: a draw seeded in
+    # an earlier cell changes, one seeded in its own cell does not.
+    "seeds_for_the_next_cell": ("import random\nrandom.seed(0)", [], [], True),
+    "draws_seeded_a_cell_before": (
+        "print(round(random.random(), 3))",
+        [nbformat.v4.new_output("stream", name="stdout", text="0.844\n")],
+        [],
+        False,
+    ),
+    "draws_seeded_in_its_cell": (
+        "random.seed(0)\nprint(round(random.random(), 3))",
+        [nbformat.v4.new_output("stream", name="stdout", text="0.844\n")],
+        [],
+        True,
+    ),
 }
 
 
 def test_nbval_fails_when_an_output_changes_except_audio_bytes(tmp_path):
-    """nbval passes a cell meant to fail only while it fails the same way, and the sanitizer
-    hides an audio player's bytes but not a printed number nor the text beside a player.
+    """nbval passes a cell meant to fail only while it fails the same way, the sanitizer
+    hides an audio player's bytes but not a printed number nor the text beside a player, and
+    a random draw seeded a cell before fails (the reconnect ``conftest.py`` sends).
     nbval tests each cell on its own, so every case is one cell of one notebook: one kernel."""
     cells = [
         nbformat.v4.new_code_cell(

@@ -65,7 +65,7 @@ def student_dir(tmp_path_factory):
     """The student edition, written once into a folder outside the repository."""
     target = tmp_path_factory.mktemp("class") / "student"
     results = edition.write_student_edition(target)
-    assert [path.name for path, _ in results] == [p.name for p in NOTEBOOKS]
+    assert [path.name for path, _ in results] == [p.name for p in NOTEBOOKS] + ["GLOSSARY.md"]
     assert all(written for _, written in results)
     return target
 
@@ -149,9 +149,24 @@ def test_markdown_is_the_courses_without_its_solutions(student_dir, name):
                     cell.source = cell.source.replace(block.group(0), "", 1)
             if not cell.source.strip():
                 continue
+        if cell.cell_type == "markdown":  # the glossary is beside the notebooks
+            cell = nbformat.from_dict(dict(cell))
+            cell.source = cell.source.replace("](../GLOSSARY.md", "](GLOSSARY.md")
         expected.append(cell if cell.cell_type == "markdown" else cell.source)
     got = [c if c.cell_type == "markdown" else c.source for c in student.cells]
     assert got == expected
+
+
+def test_the_glossary_opens_from_the_student_edition(student_dir):
+    """A server opened on the student folder reaches the glossary the notebooks link to."""
+    links = set()
+    for name in [p.name for p in NOTEBOOKS]:
+        for cell in _read(student_dir / name).cells:
+            if cell.cell_type == "markdown":
+                links.update(re.findall(r"\]\(([^)#\s]*GLOSSARY\.md)", cell.source))
+    assert links == {"GLOSSARY.md"}  # beside the notebook, in the folder a server opens
+    copied = (student_dir / "GLOSSARY.md").read_text(encoding="utf-8")
+    assert copied == (ROOT / "GLOSSARY.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS], ids=IDS)

@@ -8,6 +8,7 @@ the course as an update would."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,10 @@ def _notebook(printed: str) -> nbformat.NotebookNode:
     code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{printed}\n")]
     notebook = nbformat.v4.new_notebook(
         cells=[
-            nbformat.v4.new_markdown_cell("# A notebook\n\n**Predict:** what does it print?"),
+            nbformat.v4.new_markdown_cell(
+                "# A notebook\n\nTerms: [the glossary](../GLOSSARY.md).\n\n"
+                "**Predict:** what does it print?"
+            ),
             code,
             nbformat.v4.new_markdown_cell(HINT),
             nbformat.v4.new_markdown_cell(SOLUTION),
@@ -61,6 +65,7 @@ def root(tmp_path):
     root = tmp_path / "course"
     _publish(root, "00_first", "one")
     _publish(root, "01_second", "two")
+    (root / "GLOSSARY.md").write_text("# Glossary\n\n### gradient\n", encoding="utf-8")
     shutil.copy(ROOT / ".gitignore", root / ".gitignore")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -71,6 +76,21 @@ def root(tmp_path):
 
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+GLOSSARY_LINK = re.compile(r"\]\(([^)#\s]*GLOSSARY\.md)[#)]")
+
+
+def glossary_targets(notebook: nbformat.NotebookNode, folder: Path, served: Path) -> set[Path]:
+    """Where the glossary links of ``notebook``, opened from ``folder`` by a server whose root
+    is ``served``, lead: a file outside ``served`` (JupyterLab's 404) fails here."""
+    targets = set()
+    for cell in notebook.cells:
+        for link in GLOSSARY_LINK.findall(cell.source) if cell.cell_type == "markdown" else []:
+            target = (folder / link).resolve()
+            assert target.is_relative_to(served.resolve()), f"{link} leaves {served}"
+            targets.add(target)
+    return targets
 
 
 def _edit(path: Path, text: str = "my own note") -> None:
@@ -87,7 +107,8 @@ def test_first_use_makes_copies_with_no_outputs_and_the_hints_and_solutions_kept
     for name in ("00_first", "01_second"):
         mine = nbformat.read(folder / f"{name}.ipynb", as_version=4)
         course_nb = nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4)
-        assert [c.source for c in mine.cells] == [c.source for c in course_nb.cells]
+        glossary_beside = [c.source.replace("](../", "](") for c in course_nb.cells]
+        assert [c.source for c in mine.cells] == glossary_beside
         assert all(c.outputs == [] and c.execution_count is None for c in mine.cells[1:2])
         assert course_nb.cells[1].outputs, "the course's own notebook keeps its outputs"
         assert SOLUTION in [c.source for c in mine.cells] and HINT in [c.source for c in mine.cells]
@@ -220,11 +241,40 @@ def test_every_course_notebook_arrives_without_outputs_and_with_its_solutions():
     for path in notebooks:
         copy = nbformat.reads(workspace.course_version(path), as_version=4)
         course_nb = nbformat.read(path, as_version=4)
-        assert [c.source for c in copy.cells] == [c.source for c in course_nb.cells]
+        glossary_beside = [
+            c.source.replace("](../GLOSSARY.md", "](GLOSSARY.md") for c in course_nb.cells
+        ]
+        assert [c.source for c in copy.cells] == glossary_beside
         code = [c for c in copy.cells if c.cell_type == "code"]
         assert all(c.outputs == [] and c.execution_count is None for c in code), path.name
         assert "widgets" not in copy.metadata
         assert any("Show a solution" in c.source for c in copy.cells), path.name
+
+
+def test_the_glossary_opens_from_every_copy_and_follows_the_course(root):
+    """JupyterLab serves ``workspace/``: a copy's link to ``../GLOSSARY.md`` would leave it (a
+    404), so the link points at the glossary copied beside the notebooks, kept up to date."""
+    space = workspace.Workspace(root)
+    space.sync()
+    for name in ("00_first", "01_second"):
+        copy = nbformat.read(space.folder / f"{name}.ipynb", as_version=4)
+        targets = glossary_targets(copy, space.folder, served=space.folder)
+        assert targets == {(space.folder / "GLOSSARY.md").resolve()}
+    assert (space.folder / "GLOSSARY.md").read_text() == (root / "GLOSSARY.md").read_text()
+    (root / "GLOSSARY.md").write_text("# Glossary\n\n### gradient\n\n### tape\n")
+    assert space.sync() == []  # the glossary is the course's: updated without a word
+    assert "### tape" in (space.folder / "GLOSSARY.md").read_text()
+
+
+def test_the_courses_glossary_link_opens_from_the_workspace_and_from_lab_stored():
+    """The real notebooks: from a workspace copy (server root ``workspace/``) and from
+    ``notebooks/`` as ``lab --stored`` serves it (server root: the course's folder)."""
+    first = edition.course_notebooks(ROOT)[0]
+    stored = glossary_targets(nbformat.read(first, as_version=4), first.parent, served=ROOT)
+    assert stored == {(ROOT / "GLOSSARY.md").resolve()}
+    folder = ROOT / "workspace"
+    copy = nbformat.reads(workspace.course_version(first), as_version=4)
+    assert glossary_targets(copy, folder, served=folder) == {(folder / "GLOSSARY.md").resolve()}
 
 
 def test_doctor_says_where_the_work_lives(root):
@@ -237,6 +287,7 @@ def test_doctor_says_where_the_work_lives(root):
 
 def test_lab_opens_the_workspace_and_lab_stored_the_courses_notebooks(monkeypatch):
     ran = []
+    monkeypatch.setattr(course.os, "geteuid", lambda: 1000)  # not root: no --allow-root
     monkeypatch.setattr(course, "setup", lambda lock: None)
     monkeypatch.setattr(course, "run", lambda *command, **kw: ran.append(command) or 0)
     assert course.main(["lab"]) == 0

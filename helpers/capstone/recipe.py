@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from helpers.audio import NOISE_FAMILIES, FrameLabels, mix, stft
 from helpers.capstone.data import capstone_training_set, extra_training_utterances, train_noise
-from helpers.course import check_choice, check_int, is_int, make_deterministic
+from helpers.course import check_choice, check_int, is_int
 from helpers.diagnosis import GradientReport, gradient_report
 from helpers.models import apply_masks, make_gru_floor_step_model, make_step
 from helpers.recurrence import unroll
@@ -76,8 +76,7 @@ def check_loss_name(loss: str) -> str:
 
 def make_capstone_model(seed: int = 0, units: int = CAPSTONE_UNITS) -> keras.Model:
     """The capstone's step model, with initial weights from ``seed``."""
-    make_deterministic(seed)
-    return make_gru_floor_step_model(units=units)
+    return make_gru_floor_step_model(units=units, seed=seed)
 
 
 def loss_on_magnitudes(

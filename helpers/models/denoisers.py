@@ -68,10 +68,14 @@ class LogMagnitude(keras.layers.Layer):
         return {**super().get_config(), "eps": self.eps, "offset": self.offset, "scale": self.scale}
 
 
-def _gru_step(units: int, bins: int):
+def _gru_step(units: int, bins: int, seed: int):
     """The part both step models share: the inputs ``[noisy_magnitude, previous_state]``, the
-    log-magnitude features and one ``GRUCell`` step (layer names fixed). Checks the sizes."""
+    log-magnitude features and one ``GRUCell`` step (layer names fixed). Checks the sizes, then
+    calls ``make_deterministic(seed)``: Keras draws each layer's initial weights from Python's
+    global random state when the layer is made, and a kernel's state moves between cells (a
+    reconnecting JupyterLab page moves it), so seeding happens here, where they are drawn."""
     units, bins = check_int(units, "units", 1), check_int(bins, "bins", 2)
+    make_deterministic(check_int(seed, "seed", 0))
     noisy_magnitude = keras.Input((int(bins),), name="noisy_magnitude")
     previous_state = keras.Input((int(units),), name="previous_state")
     features = LogMagnitude(name="features")(noisy_magnitude)
@@ -81,16 +85,17 @@ def _gru_step(units: int, bins: int):
     return [noisy_magnitude, previous_state], features, gru_output, next_state
 
 
-def make_gru_step_model(units: int = GRU_UNITS, bins: int = BINS) -> keras.Model:
+def make_gru_step_model(units: int = GRU_UNITS, bins: int = BINS, seed: int = 0) -> keras.Model:
     """The GRU question's step model: ``[noisy_magnitude, previous_state] -> [mask,
     next_state]``.
 
     Shapes: ``noisy_magnitude`` and ``mask`` are ``(batch, bins)``, the states
     ``(batch, units)``. Five trainable variables: ``gru_cell/{kernel, recurrent_kernel, bias}``
     and ``mask/{kernel, bias}``. Layer names are fixed, so variable names are the same however
-    many models a notebook builds. Call ``make_deterministic`` first for repeatable weights.
+    many models a notebook builds. The initial weights come from ``seed`` alone (see
+    ``_gru_step``).
     """
-    inputs, features, gru_output, next_state = _gru_step(units, bins)
+    inputs, features, gru_output, next_state = _gru_step(units, bins, seed)
     mask = keras.layers.Dense(int(bins), activation="sigmoid", name="mask")(gru_output)
     return keras.Model(inputs, [mask, next_state], name="gru_step_model")
 
@@ -166,7 +171,7 @@ def make_dense_frame_denoiser(
     out; four variables. Calls ``make_deterministic(seed)`` first, so its weights repeat."""
     if units < 1 or frame_length < 1:
         raise ValueError(f"units and frame_length must be >= 1; got {units}, {frame_length}.")
-    make_deterministic(seed)
+    make_deterministic(check_int(seed, "seed", 0))
     return keras.Sequential(
         [
             keras.Input((frame_length,)),
@@ -262,14 +267,17 @@ class FloorGain(keras.layers.Layer):
         return tf.sigmoid(self.slope * (features - floor) + self.bias)
 
 
-def make_gru_floor_step_model(units: int = GRU_UNITS, bins: int = BINS) -> keras.Model:
+def make_gru_floor_step_model(
+    units: int = GRU_UNITS, bins: int = BINS, seed: int = 0
+) -> keras.Model:
     """The capstone's step model, same interface as ``make_gru_step_model`` (``[noisy_magnitude,
     previous_state] -> [mask, next_state]``, runs with ``unroll``): the GRU's output is read
     as a per-bin noise floor (a Dense layer, ``floor``), and the mask is a per-bin gain on how
     far the frame's log magnitude rises above it (``FloorGain``). The gain is one function of
     one bin's height above the floor, so what the model learns about a bin of noise in a
-    pause carries over to the bins between the harmonics of a vowel. Seven variables."""
-    inputs, features, gru_output, next_state = _gru_step(units, bins)
+    pause carries over to the bins between the harmonics of a vowel. Seven variables, whose
+    initial weights come from ``seed`` alone."""
+    inputs, features, gru_output, next_state = _gru_step(units, bins, seed)
     floor = keras.layers.Dense(int(bins), name="floor")(gru_output)
     mask = FloorGain(name="mask")([features, floor])
     return keras.Model(inputs, [mask, next_state], name="gru_floor_step_model")
