@@ -570,7 +570,7 @@ def lint_notebook(path: Path, readme_minutes: dict[str, int] | None = None) -> I
         if figure != minutes.rounded(measured.total):  # generated: current or out of date
             yield (
                 f"{where} says {figure} minutes; the measure is "
-                f"{minutes.rounded(measured.total)} (python scripts/notebook_minutes.py --write; "
+                f"{minutes.rounded(measured.total)} (python -m scripts.notebook_minutes --write; "
                 "./course.sh regenerate runs it)"
             )
 
@@ -732,7 +732,7 @@ def plan_problems(root: Path = ROOT) -> list[str]:
         if line != minutes.minutes_line(m):
             problems.append(
                 f"{number}'s section says {line or 'no **Minutes (N):** line'!r}; at class "
-                f"speed it is {minutes.minutes_line(m)!r} (python scripts/notebook_minutes.py "
+                f"speed it is {minutes.minutes_line(m)!r} (python -m scripts.notebook_minutes "
                 "--plan)"
             )
         if homework != (m.homework or None):

@@ -1,7 +1,7 @@
 """Regenerate data/: the synthetic clips, the real clip's measured tracks, and the manifest.
 
-    python scripts/make_data.py          # rewrite data/ (bit for bit the same as committed)
-    python scripts/make_data.py --check  # rebuild in a temporary folder, compare SHA-256s
+    python -m scripts.make_data          # rewrite data/ (bit for bit the same as committed)
+    python -m scripts.make_data --check  # rebuild in a temporary folder, compare SHA-256s
 
 The real recordings (data/cmu_arctic/: six CMU ARCTIC utterances, unmodified, with COPYING and
 arctic_a0009's phone alignment) and the recorded noise (data/recorded_noise/: Speech Commands'

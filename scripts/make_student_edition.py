@@ -1,6 +1,6 @@
 """Write the student edition of the course: every notebook, ready for a class to run.
 
-    python scripts/make_student_edition.py [DIR]     # default: student/ (git-ignored)
+    python -m scripts.make_student_edition [DIR]     # default: student/ (git-ignored)
     ./course.sh student [DIR]                        # the same, in the course environment
 
 What changes, per notebook (read and written with nbformat, cell by cell):

@@ -1,7 +1,7 @@
 """How well ``helpers.audio.labels_from_audio`` agrees with the known labels of every
 labelled clip in the course, with and without its voicing-decay rule.
 
-    python scripts/measure_labels.py          # about 70 s on two cores
+    python -m scripts.measure_labels          # about 70 s on two cores
 
 The clips: the synthetic ones in ``data/`` (clean, and mixed at 5 and 15 dB), the real
 ``arctic_a0009`` against its phone alignment, clean and mixed with white and pink noise at

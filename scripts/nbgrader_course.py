@@ -1,6 +1,6 @@
 """Write an nbgrader course folder: one assignment per class session, graded by the checkers.
 
-    python scripts/nbgrader_course.py [DIR]     # default: nbgrader/ (git-ignored)
+    python -m scripts.nbgrader_course [DIR]     # default: nbgrader/ (git-ignored)
     ./course.sh nbgrader [DIR]                  # the same, with requirements-instructor.txt
 
 ``DIR`` gets ``nbgrader_config.py``, ``grading/`` and ``source/homeworkN/homeworkN.ipynb``, one

@@ -31,8 +31,8 @@ than the minutes do:
   and the text inside ``<details>`` included, HTML tags and the folds' ``<summary>`` labels
   left out.
 
-``python scripts/notebook_minutes.py --plan`` prints INSTRUCTORS.md's figures at class speed
-(the model is at "at class speed" below). ``python scripts/notebook_minutes.py`` prints, per
+``python -m scripts.notebook_minutes --plan`` prints INSTRUCTORS.md's figures at class speed
+(the model is at "at class speed" below). ``python -m scripts.notebook_minutes`` prints, per
 notebook, the visible code lines, the prose words, the ``assert`` lines outside proof and
 lesson-assert cells, the minutes, and the README's figure. ``--write`` puts each notebook's
 rounded total into its own "Time" line and its README course-map row (``./course.sh

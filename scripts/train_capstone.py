@@ -1,8 +1,8 @@
 """Train the capstone's denoisers and write their weights to data/capstone/.
 
-    python scripts/train_capstone.py            # every shipped model, the shipped recipe
-    python scripts/train_capstone.py --check    # retrain in memory, compare SHA-256s with data/
-    python scripts/train_capstone.py --loss masked --seed 1   # one of them
+    python -m scripts.train_capstone            # every shipped model, the shipped recipe
+    python -m scripts.train_capstone --check    # retrain in memory, compare SHA-256s with data/
+    python -m scripts.train_capstone --loss masked --seed 1   # one of them
 
 The shipped models (``helpers.capstone.SHIPPED_RUNS``): the two compared losses and the
 ablation's three variants from training seed 0, and the masked loss from seeds 1 and 2 too
@@ -91,7 +91,7 @@ def main() -> int:
             path.write_bytes(data)
             print(f"wrote {path.name} ({len(data)} bytes, sha256 {digest[:12]}...)")
     if not args.check:
-        print("now run python scripts/make_data.py to record the SHA-256s in the manifest")
+        print("now run python -m scripts.make_data to record the SHA-256s in the manifest")
     return 1 if failed else 0
 
 

@@ -2,8 +2,8 @@
 ignores, so the answer to a Predict prompt is not on the page before they run it, and so
 running and saving a notebook changes no file of the course:
 
-    python scripts/workspace.py sync           # what ./course.sh lab does before it opens it
-    python scripts/workspace.py reset NN_name  # back to the course's version (asks; --yes)
+    python -m scripts.workspace sync           # what ./course.sh lab does before it opens it
+    python -m scripts.workspace reset NN_name  # back to the course's version (asks; --yes)
     ./course.sh lab | ./course.sh reset NN_name [--yes]
 
 Each copy is the course notebook as ``make_student_edition.without_outputs`` clears it:

@@ -487,7 +487,7 @@ def test_a_time_line_one_minute_off_the_measure_is_out_of_date(tmp_path):
     copy.write_text(json.dumps(notebook))
     (problem,) = lint.lint_notebook(copy)
     assert f"the opening's Time line says {stated + 1} minutes" in problem
-    assert "notebook_minutes.py --write" in problem
+    assert "scripts.notebook_minutes --write" in problem
 
 
 def _course_copy(tmp_path: Path, instructors: str) -> Path:

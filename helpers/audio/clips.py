@@ -155,7 +155,7 @@ def read_manifest() -> dict:
 def _read_manifest(data_dir: Path) -> dict:
     path = data_dir / "manifest.json"
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run python scripts/make_data.py")
+        raise FileNotFoundError(f"{path} is missing; run python -m scripts.make_data")
     return json.loads(path.read_text())
 
 

@@ -134,7 +134,7 @@ def capstone_manifest() -> dict:
     data = read_manifest()
     if "capstone" not in data:
         raise FileNotFoundError(
-            f"{DATA_DIR / 'manifest.json'} has no capstone part; run python scripts/make_data.py"
+            f"{DATA_DIR / 'manifest.json'} has no capstone part; run python -m scripts.make_data"
         )
     return data["capstone"]
 
@@ -340,7 +340,7 @@ def recorded_noise() -> np.ndarray:
     if expected is None or sha256(path) != expected:
         raise ValueError(
             f"{path} is missing or does not match its SHA-256 in data/manifest.json; "
-            "run python scripts/make_data.py."
+            "run python -m scripts.make_data."
         )
     return load_audio(path)[0]
 

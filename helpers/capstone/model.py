@@ -88,11 +88,11 @@ def load_denoiser(loss: str = "masked", *, seed: int = 0) -> keras.Model:
     path = weights_path(loss, seed)
     expected = capstone_manifest()["weights"]["sha256"].get(path.name)
     if expected is None or not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run python scripts/train_capstone.py")
+        raise FileNotFoundError(f"{path} is missing; run python -m scripts.train_capstone")
     if hashlib.sha256(path.read_bytes()).hexdigest() != expected:
         raise ValueError(
             f"{path.name} does not match its SHA-256 in data/manifest.json; "
-            "run python scripts/train_capstone.py, then scripts/make_data.py."
+            "run python -m scripts.train_capstone, then python -m scripts.make_data."
         )
     return load_weights(make_capstone_model(0), path)  # initial weights replaced
 
