@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -1917,3 +1919,32 @@ def test_a_verdict_is_the_same_on_every_run(notebook, starter, solution, spec):
     check = _checker(spec["checker"])
     first = repr(check(_function(starter, spec["function"])))
     assert repr(check(_function(starter, spec["function"]))) == first
+
+
+def test_importing_the_checkers_runs_no_tensorflow_op():
+    """The grader (scripts/gradient_clinic_grading/fresh.py) imports every checker once, then
+    forks a child per answer; a TensorFlow op run at import starts TensorFlow's thread pools,
+    which a forked child cannot use: its first op would hang. So a child forked after the
+    imports must run an op at once."""
+    script = """
+import importlib, os, pkgutil, signal, sys, time
+import helpers.exercises as exercises
+for module in pkgutil.iter_modules(exercises.__path__):
+    importlib.import_module(f"helpers.exercises.{module.name}")
+import tensorflow as tf
+pid = os.fork()
+if pid == 0:
+    tf.reduce_sum(tf.ones((512, 512)) @ tf.ones((512, 512))).numpy()  # big enough to use the pools
+    os._exit(0)
+for _ in range(200):
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        sys.exit(os.waitstatus_to_exitcode(status))
+    time.sleep(0.1)
+os.kill(pid, signal.SIGKILL)
+sys.exit("the forked child's first TensorFlow op hung")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
