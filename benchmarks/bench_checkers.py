@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import make_student_edition as edition  # noqa: E402
+sys.path.insert(0, str(ROOT))  # the tools are the package ``scripts`` at the root
+from scripts import make_student_edition as edition  # noqa: E402
 
 GOAL_SECONDS = 10.0
 
@@ -37,9 +37,7 @@ GOAL_SECONDS = 10.0
 def exercises() -> list[edition.Exercise]:
     """Every exercise of every course notebook, in the course's order."""
     return [
-        exercise
-        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-        for exercise in edition.exercises(path)
+        exercise for path in edition.course_notebooks(ROOT) for exercise in edition.exercises(path)
     ]
 
 

@@ -179,6 +179,15 @@ def _points(name: str) -> dict[str, float]:
     }
 
 
+def _check_outputs(folder: Path, submission: str, name: str, exercise: str) -> list:
+    """The outputs autograde stored in ``exercise``'s check cell of ``submission``'s copy of
+    assignment ``name``."""
+    autograded = nbformat.read(
+        folder / "autograded" / submission / name / f"{name}.ipynb", as_version=4
+    )
+    return autograded.cells[_grade_id(autograded, exercise, "check")].outputs
+
+
 @pytest.mark.parametrize("name", NEAR_MISSES)
 def test_the_reference_solutions_score_full_marks(graded, name):
     _, scores = graded
@@ -189,12 +198,10 @@ def test_the_reference_solutions_score_full_marks(graded, name):
 def test_the_starting_code_scores_zero_and_the_checker_says_why(graded, name):
     folder, scores = graded
     assert scores[name]["starter"] == dict.fromkeys(_points(name), 0.0)
-    autograded = nbformat.read(
-        folder / "autograded" / "starter" / name / f"{name}.ipynb", as_version=4
-    )
     for check in _points(name):
-        index = _grade_id(autograded, check.removeprefix("check_").replace("_", "."), "check")
-        (error,) = [o for o in autograded.cells[index].outputs if o.output_type == "error"]
+        exercise = check.removeprefix("check_").replace("_", ".")
+        outputs = _check_outputs(folder, "starter", name, exercise)
+        (error,) = [o for o in outputs if o.output_type == "error"]
         assert error.ename == "AssertionError"
         assert error.evalue.startswith("Not yet: Exercise ") and "Hint: " in error.evalue
 
@@ -211,11 +218,8 @@ def test_a_near_miss_scores_zero_on_its_exercise_only(graded, name):
 def test_an_answer_that_takes_the_courses_checker_or_reference_scores_zero(graded, name):
     folder, scores = graded
     assert scores[name]["cheats"] == dict.fromkeys(_points(name), 0.0)
-    autograded = nbformat.read(
-        folder / "autograded" / "cheats" / name / f"{name}.ipynb", as_version=4
-    )
     for exercise, _ in CHEATS[name]:
-        (error,) = autograded.cells[_grade_id(autograded, exercise, "check")].outputs
+        (error,) = _check_outputs(folder, "cheats", name, exercise)
         assert error.output_type == "error" and error.ename == "AssertionError"
         assert error.evalue.startswith(f"Not yet: Exercise {exercise} ")
         # What an answer gets of helpers.exercises when it is graded: no reference.
