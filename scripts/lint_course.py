@@ -770,6 +770,21 @@ def plan_problems(root: Path = ROOT) -> list[str]:
     slack = next((v for part, v in table.items() if part.startswith("slack")), ())
     if not slack or min(slack) < minutes.SLACK_MINUTES:
         problems.append(f"slack {slack}: every plan keeps {minutes.SLACK_MINUTES} minutes or more")
+    for s in minutes.sessions_at_pace(plan, text):
+        if s.timed and s.slack < minutes.SLACK_MINUTES:
+            problems.append(
+                f"session {s.session} at the slow end of a class's pace (its timed notebooks "
+                f"as timed, the others at {minutes.SLOW_PACE:.1f} times the model) keeps "
+                f"{s.slack} minutes of slack, not {minutes.SLACK_MINUTES}: teach less of it "
+                "live (CLASS_PLAN in scripts/notebook_minutes.py)"
+            )
+    pace = minutes.PACE_PARAGRAPH.search(text)
+    wanted = minutes.pace_text(minutes.sessions_at_pace(plan, text))
+    if pace is None or pace.group(0) != wanted:
+        problems.append(
+            "the paragraph on the plan at a class's pace is not "
+            f"{wanted!r} (python -m scripts.notebook_minutes --write)"
+        )
     for session in range(1, sessions + 1):
         sheet = minutes.stated_homework_sheet(text, session)
         if sheet != minutes.homework_sheet(session, root):

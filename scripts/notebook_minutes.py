@@ -37,7 +37,8 @@ notebook, the visible code lines, the prose words, the ``assert`` lines outside 
 lesson-assert cells, the minutes, and the README's figure. ``--write`` puts each notebook's
 rounded total into its own "Time" line and its README course-map row (``./course.sh
 regenerate`` runs it); ``scripts/lint_course.py`` reports either when it is not the current
-measure, and INSTRUCTORS.md's plan when it is not the one computed at class speed.
+measure, and INSTRUCTORS.md's plan when it is not the one computed at class speed, or when
+a timed session keeps too little slack at the slow end of a class's pace (``TIMED_PACE``).
 """
 
 from __future__ import annotations
@@ -230,6 +231,19 @@ EXERCISE_HEADING = re.compile(r"^Exercise (\d+\.\d+)\b")
 SESSION_MINUTES = 90
 SLACK_MINUTES = 10  # every session keeps at least this much for what a plan cannot foresee
 
+# A class's pace, as timed: an instructor taught session 2 to a class as the walkthrough said
+# then, and timed each notebook. Notebook: (minutes at the slow end, the model's minutes for
+# what was taught). 04 was taught with exercise 4.1 in class.
+TIMED_PACE = {"03": (30, 20), "04": (45, 34)}
+SLOW_PACE = max(taken / model for taken, model in TIMED_PACE.values())
+
+
+def pace(notebook: str) -> float:
+    """How many times the model's minutes a class takes over a notebook (``NN_name``), at the
+    slow end: as timed, or the slowest timed pace for a notebook nobody timed."""
+    taken, model = TIMED_PACE.get(notebook[:2], (SLOW_PACE, 1))
+    return taken / model
+
 
 @dataclass(frozen=True)
 class ClassPlan:
@@ -258,10 +272,11 @@ CLASS_PLAN = {
     "02": ClassPlan(
         1, parts=(("Step 2", SUMMARISED), ("Step 5", SUMMARISED), ("Summary", SUMMARISED))
     ),
-    "03": ClassPlan(2, parts=(("4. ", SUMMARISED), ("Summary", SUMMARISED))),
-    # Session 2 at a class's pace (03 took 25-30 minutes, 04 40-45 with its exercise in class):
-    # 4.1 is homework and 05 is read at home from the decision chart, so that 06 gets its
-    # comparison, its baselines and a 2-minute script, and the session keeps its slack.
+    # Session 2 at a class's pace (TIMED_PACE): 03's section 3 is summarised from its plot,
+    # 4.1 is homework, 05 is read at home from the decision chart and 06's real speech goes
+    # home, so that 06 gets its comparison, its silence measurement, its baselines and a
+    # 2-minute script, and the session keeps its slack at the slow end.
+    "03": ClassPlan(2, parts=(("3. ", SUMMARISED), ("4. ", SUMMARISED), ("Summary", SUMMARISED))),
     "04": ClassPlan(2, parts=(("Step 5", SUMMARISED), ("Summary", SUMMARISED))),
     "05": ClassPlan(2, default=HOME, parts=(("Summary", SUMMARISED),)),
     "06": ClassPlan(
@@ -272,7 +287,6 @@ CLASS_PLAN = {
             ("The comparison", LIVE),
             ("Pauses", LIVE),
             ("Does it beat the baselines", LIVE),
-            ("On real speech", LIVE),
             ("The ablation", SUMMARISED),
         ),
         scripts=(("Does it beat the baselines", 2),),
@@ -438,6 +452,62 @@ def class_plan(root: Path = ROOT) -> list[ClassMinutes]:
         class_minutes(path, instructors=root / "INSTRUCTORS.md")
         for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     ]
+
+
+@dataclass(frozen=True)
+class SessionAtPace:
+    """A session of the plan at the slow end of a class's pace: its notebooks' minutes at
+    ``pace``, and its other parts (welcome, recap, wrap-up) as the plan table gives them."""
+
+    session: int
+    notebooks: int  # rounded
+    other: int
+    timed: bool  # one of its notebooks was timed (TIMED_PACE)
+
+    @property
+    def slack(self) -> int:
+        return SESSION_MINUTES - self.notebooks - self.other
+
+
+def sessions_at_pace(plan: list[ClassMinutes], instructors: str) -> list[SessionAtPace]:
+    """Each 90-minute session at the slow end of a class's pace, from the plan and the plan
+    table of INSTRUCTORS.md (its rows that are not notebooks, slack or total)."""
+    table = plan_table(instructors)
+    out = []
+    for session in sorted({m.session for m in plan}):
+        ours = [m for m in plan if m.session == session]
+        other = sum(
+            figures[session]
+            for part, figures in table.items()
+            if not part[:2].isdigit() and not part.startswith(("slack", "total"))
+        )
+        notebooks = rounded(sum(m.in_class * pace(m.notebook) for m in ours))
+        timed = any(m.notebook[:2] in TIMED_PACE for m in ours)
+        out.append(SessionAtPace(session, notebooks, other, timed))
+    return out
+
+
+def pace_text(sessions: list[SessionAtPace]) -> str:
+    """INSTRUCTORS.md's paragraph on the plan at the slow end of a class's pace: the timed
+    sessions first (the paragraph starts "At the slow end of that pace"), then the others."""
+    words = []
+    for s in sorted(sessions, key=lambda s: not s.timed):
+        if s.timed:
+            words.append(
+                f"At the slow end of that pace, session {s.session}'s notebooks take "
+                f"{s.notebooks} minutes and its other parts {s.other}, which keeps {s.slack} "
+                "minutes of slack."
+            )
+        else:
+            over = f"{-s.slack} more than it has" if s.slack < 0 else f"{s.slack} of slack"
+            words.append(
+                f"Session {s.session} has not been timed: at that pace its notebooks would "
+                f"take {s.notebooks} minutes and its other parts {s.other}, {over}."
+            )
+    return textwrap.fill(" ".join(words), width=95, break_on_hyphens=False)
+
+
+PACE_PARAGRAPH = re.compile(r"^At the slow end of that pace\b.*?(?=\n\n|\Z)", re.M | re.S)
 
 
 def homework_sheet(session: int, root: Path = ROOT) -> list[tuple[str, str, int, int]]:
@@ -657,7 +727,11 @@ def write_instructors(text: str, plan: list[ClassMinutes], root: Path = ROOT) ->
     def sheet(match: re.Match[str]) -> str:
         return match.group(1) + sheet_text(int(match.group(2)), plan, root) + "\n"
 
-    return SHEET.sub(sheet, text)
+    text = SHEET.sub(sheet, text)
+    if index is not None and PACE_PARAGRAPH.search(text):
+        paragraph = pace_text(sessions_at_pace(plan, text))
+        text = PACE_PARAGRAPH.sub(lambda _: paragraph, text, count=1)
+    return text
 
 
 def _write_opening(path: Path, source: str) -> None:
@@ -685,6 +759,13 @@ def print_plan(root: Path = ROOT) -> None:
         print(
             f"| {m.notebook} | {m.in_class} | {m.in_class if m.session == 1 else 0} | "
             f"{m.in_class if m.session == 2 else 0} |"
+        )
+    instructors = (root / "INSTRUCTORS.md").read_text(encoding="utf-8")
+    print(f"\nat the slow end of a class's pace (timed: {TIMED_PACE}):")
+    for s in sessions_at_pace(plan, instructors):
+        print(
+            f"    session {s.session}: notebooks {s.notebooks}, other parts {s.other}, "
+            f"slack {s.slack}{'' if s.timed else ' (not timed)'}"
         )
     for session in sorted({m.session for m in plan}):
         print(

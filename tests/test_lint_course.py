@@ -525,3 +525,15 @@ def test_the_plan_rule_catches_a_stale_figure_short_slack_and_a_wrong_sheet(tmp_
         root.mkdir()
         problems = lint.plan_problems(_course_copy(root, broken))
         assert any(wanted in p for p in problems), problems
+
+
+def test_the_plan_rule_fails_a_timed_session_short_of_slack_at_a_class_pace(monkeypatch):
+    """Session 2 at the slow end of its timed pace keeps 10 minutes or more; teaching 03's
+    section 3 live again (as the plan did before the timing) takes them."""
+    assert lint.plan_problems(ROOT) == []
+    plan = minutes.CLASS_PLAN["03"]
+    live_again = tuple(part for part in plan.parts if part[0] != "3. ")
+    monkeypatch.setitem(minutes.CLASS_PLAN, "03", minutes.ClassPlan(plan.session, parts=live_again))
+    problems = lint.plan_problems(ROOT)
+    assert any("session 2 at the slow end of a class's pace" in p for p in problems), problems
+    assert not any("session 1 at the slow end" in p for p in problems)  # session 1: untimed

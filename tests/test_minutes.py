@@ -250,3 +250,35 @@ def test_a_homework_sheet_says_its_time_with_the_reading_and_leaves_optional_wor
         assert f"is about {sum(m.homework for m in graded)} minutes" in sheet
     assert all(e != "7.1" for e, *_ in minutes.homework_sheet(2))
     assert "with 7.1) is optional and not graded" in " ".join(minutes.sheet_text(2, plan).split())
+
+
+def test_a_class_pace_is_the_timed_one_or_the_slowest_timed_for_a_notebook_nobody_timed():
+    ratios = {nb: taken / model for nb, (taken, model) in minutes.TIMED_PACE.items()}
+    for notebook, ratio in ratios.items():
+        assert minutes.pace(f"{notebook}_timed") == ratio
+    assert minutes.pace("99_never_timed") == max(ratios.values()) == minutes.SLOW_PACE
+
+
+def test_a_session_at_a_class_pace_counts_its_notebooks_at_their_pace_and_its_other_parts(
+    tmp_path,
+):
+    """The paragraph on the plan at a class's pace comes from the plan and the table: a
+    session's notebooks at their pace, its other rows as planned, the rest its slack."""
+    text = (ROOT / "INSTRUCTORS.md").read_text()
+    plan = minutes.class_plan()
+    table = minutes.plan_table(text)
+    for s in minutes.sessions_at_pace(plan, text):
+        ours = [m for m in plan if m.session == s.session]
+        at_pace = sum(m.in_class * minutes.pace(m.notebook) for m in ours)
+        assert abs(s.notebooks - at_pace) <= 0.5
+        rows = [v[s.session] for part, v in table.items() if part[:2].isdigit()]
+        slack = next(v[s.session] for part, v in table.items() if part.startswith("slack"))
+        assert s.other == minutes.SESSION_MINUTES - sum(rows) - slack
+        assert s.slack == minutes.SESSION_MINUTES - s.notebooks - s.other
+        assert s.timed == any(m.notebook[:2] in minutes.TIMED_PACE for m in ours)
+        sentence = f"session {s.session}'s notebooks take {s.notebooks} minutes"
+        if not s.timed:
+            sentence = f"its notebooks would take {s.notebooks} minutes"
+        assert sentence in " ".join(minutes.PACE_PARAGRAPH.search(text).group(0).split())
+    stale = minutes.PACE_PARAGRAPH.sub("At the slow end of that pace, all is well.", text)
+    assert minutes.write_instructors(stale, plan) == text
