@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,27 @@ def test_requirements_txt_is_the_hashed_course_lock():
     lock = (ROOT / "requirements.txt").read_text()
     assert re.search(r"^tensorflow==2\.21\.\d+ ", lock, re.M)
     assert "--hash=sha256:" in lock
+
+
+def test_the_readme_binder_badge_opens_the_first_notebook_of_the_workspace_post_build_makes():
+    """The badge's address is Binder's (``/v2/gh/<owner>/<repository>/<branch>``) for this
+    project on ``main``, and opens 00 in the workspace; the owner is the one placeholder, and
+    the README says so beside it."""
+    from scripts.workspace import FOLDER
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (badge,) = re.findall(
+        r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]\((https://mybinder[^)]*)\)",
+        readme,
+    )
+    match = re.fullmatch(
+        r"https://mybinder\.org/v2/gh/(\w+)/([\w-]+)/(\w+)\?urlpath=lab/tree/(\S+)", badge
+    )
+    assert match, badge
+    owner, repository, branch, path = match.groups()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert (repository, branch) == (project["name"], "main")
+    first = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))[0]
+    assert path == f"{FOLDER}/{first.name}"
+    if owner == "OWNER":
+        assert "the badge works once `OWNER` names" in " ".join(readme.split())
