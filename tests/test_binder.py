@@ -118,4 +118,4 @@ def test_the_readme_binder_badge_opens_the_first_notebook_of_the_workspace_post_
     first = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))[0]
     assert path == f"{FOLDER}/{first.name}"
     if owner == "OWNER":
-        assert "the badge works once `OWNER` names" in " ".join(readme.split())
+        assert "the badge works once `OWNER` names the publishing account" in " ".join(readme.split())
