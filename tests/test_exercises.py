@@ -10,32 +10,23 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-SOLUTION = re.compile(r"<details>.*?```python\n(.*?)```.*?</details>", re.S)
+from scripts import make_student_edition as edition
+
+NOTEBOOKS = edition.course_notebooks()
 
 
 def _exercises():
     for path in NOTEBOOKS:
-        cells = nbformat.read(path, as_version=4).cells
-        for index, cell in enumerate(cells):
-            spec = cell.metadata.get("exercise")
-            if cell.cell_type != "code" or not spec:
-                continue
-            solution = next(
-                (
-                    m.group(1)
-                    for c in cells[index + 1 :]
-                    if c.cell_type == "markdown"
-                    for m in [SOLUTION.search(c.source)]
-                    if m
-                ),
-                None,
-            )
+        for exercise in edition.exercises(path):
+            spec = exercise.starter.metadata["exercise"]
             yield pytest.param(
-                path.name, cell.source, solution, spec, id=f"{path.stem}:{spec['function']}"
+                path.name,
+                exercise.starter.source,
+                exercise.solution,
+                spec,
+                id=f"{path.stem}:{spec['function']}",
             )
 
 
@@ -1475,26 +1466,11 @@ def test_first_hint_has_no_solution_code(notebook, starter, solution, spec):
 
 def _stored_hints(path: Path):
     """(exercise function, stored hint text, solution) for every exercise's checker output."""
-    cells = nbformat.read(path, as_version=4).cells
-    for index, cell in enumerate(cells):
-        spec = cell.metadata.get("exercise")
-        if cell.cell_type != "code" or not spec:
-            continue
-        solution = next(
-            (
-                m.group(1)
-                for c in cells[index + 1 :]
-                if c.cell_type == "markdown"
-                for m in [SOLUTION.search(c.source)]
-                if m
-            ),
-            "",
-        )
-        checker_cell = next(c for c in cells[index + 1 :] if c.cell_type == "code")
-        for output in checker_cell.get("outputs", []):
+    for exercise in edition.exercises(path):
+        for output in exercise.checker.get("outputs", []):
             text = output.get("data", {}).get("text/plain", "")
             for hint in re.findall(r"^Hint: (.*)$", text, re.M):
-                yield spec["function"], hint, solution
+                yield exercise.starter.metadata["exercise"]["function"], hint, exercise.solution
 
 
 @pytest.mark.parametrize(
