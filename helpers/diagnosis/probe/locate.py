@@ -44,7 +44,7 @@ from helpers.diagnosis.probe.marks import (
     is_plain_tensor,
     watchable,
 )
-from helpers.diagnosis.report import variable_name
+from helpers.diagnosis.report import gradient_report, variable_name
 from helpers.diagnosis.why_none import Cause, is_variable, why_none
 
 SPENT = "spent py_function"  # a gradient that ran into a tf.py_function already used
@@ -390,7 +390,7 @@ class Locator:
             elif error:
                 status, errors = "error", [error]
             elif grad is not None:
-                status = _status(grad) if self.eager else None
+                status = _status(grad, m) if self.eager else None
         if m.kind == "variable":
             reached = tuple(n for n, s in zip(names, sources) if watchable(s) is watchable(m.value))
         else:
@@ -545,8 +545,6 @@ def loss_note(loss: Any, eager: bool, span: Sequence[int | None]) -> str:
     return loss_status(loss, eager, span)[1]
 
 
-def _status(grad: Any) -> LossStatus:
-    values = tf.abs(grad.values if isinstance(grad, tf.IndexedSlices) else grad)
-    if not bool(tf.reduce_all(tf.math.is_finite(values))):
-        return "nonfinite"
-    return "zero" if float(tf.reduce_max(values)) == 0.0 else "ok"
+def _status(grad: Any, mark: Mark) -> LossStatus:
+    """The loss's gradient at a mark, as the gradient report gives it (one implementation)."""
+    return gradient_report([grad], [mark.value], [mark.name]).statuses[0]
