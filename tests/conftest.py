@@ -1,4 +1,5 @@
-"""Fixtures shared by the unit tests.
+"""Fixtures shared by the tests: the unit tests' examples and model, and the browser (the
+browser tests' and the hub test's).
 
 ``helpers`` (and so TensorFlow) is imported inside the fixtures, not here: pytest-xdist's
 controller process loads this file too, and never runs a test, so importing TensorFlow there
@@ -37,6 +38,22 @@ def clips():
         ),
         "silent": make_example("silent", *excerpt(silence.clean, silence.labels, 0, 12), seed=4),
     }
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium, the system's (``tests/browser/browser_support.py``), for the browser
+    tests and the hub test. Without it the test skips; under CI=true it fails."""
+    from browser_support import CHROMIUM, require_chromium
+    from playwright.sync_api import sync_playwright
+
+    require_chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @pytest.fixture(scope="module")

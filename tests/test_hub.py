@@ -4,22 +4,31 @@ student's server from the students' hub environment (``./course.sh hub``: requir
 nbgrader's authoring tools off), each student's copy of the student edition by nbgitpuller.
 
 Two students log in, each gets a copy, and 00 runs in both their kernels at once; their
-JupyterLab has ipywidgets' extension and none of nbgrader's authoring tools; a second pull
-keeps a student's change. Everything the test starts is stopped at the end.
+JupyterLab's settings have ipywidgets' extension and none of nbgrader's authoring tools; a
+second pull keeps a student's change. Then a student, in Chromium, follows the course's
+nbgitpuller link to 06 through the hub's login page into JupyterLab on their copy: no
+authoring tool shows in its menus, command palette, launcher, side bars or notebook toolbar,
+and 06's gradient labs, run there, are drawn as widgets (not their text fallback) and answer
+a control. Everything the test starts is stopped at the end.
 
 It needs the hub environment (``GRADIENT_CLINIC_HUB_VENV``, made by ``VENV=... ./course.sh
 hub``) and configurable-http-proxy (``CONFIGURABLE_HTTP_PROXY`` or on PATH; ``npm install
-configurable-http-proxy``); ``.ci/run`` makes both. Without them it skips, and fails under CI.
-Measured on two cores: 27 s (00 in both kernels at once: 12 s) when nothing else ran, 152 s
-(00: 92 s) while other jobs loaded them; most of it the two kernels running 00.
+configurable-http-proxy``); ``.ci/run`` makes both. Without them it skips, and fails under CI;
+so do the browser tests without Chromium (``tests/browser/browser_support.py``).
+Measured on two cores beside one other job: 36 s (20 s without the browser part), of it 00
+in both kernels at once 7 s and 06's cells in the browser 10 s; while other jobs loaded them,
+152 s before the browser part (00: 92 s). Most of it is the kernels running the notebooks.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import builtins
 import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -30,9 +39,21 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 import requests
+from browser_support import (
+    KERNEL_TIMEOUT,
+    STDERR,
+    assert_no_error_shown,
+    menu,
+    notebook_panel,
+    open_page,
+    screenshot,
+    tab,
+)
+from playwright.sync_api import Locator, Page, expect
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_VENV = os.environ.get("GRADIENT_CLINIC_HUB_VENV")
@@ -44,6 +65,10 @@ course_tasks = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = course_tasks
 _spec.loader.exec_module(course_tasks)
 AUTHORING = course_tasks.AUTHORING_PLUGINS  # what ./course.sh hub turns off
+CAPSTONE = "06_capstone.ipynb"  # the notebook whose gradient labs a student's browser draws
+# What nbgrader's authoring plugins would show in JupyterLab: the formgrader's and the course
+# list's commands, "Create Assignment" (a side panel and a command), the "Validate" button.
+AUTHORING_LABEL = re.compile(r"\b(formgrader|create assignment|course list|validate)\b", re.I)
 
 
 def _free_port() -> int:
@@ -425,3 +450,177 @@ def test_the_hub_environment_culls_idle_kernels_with_open_tabs_and_names_the_exc
     assert "c.Exchange.root = '/srv/nbgrader/exchange'" in students
     grading = [f"{HUB_VENV}/bin/python", "-c", "import gradient_clinic_grading"]
     assert subprocess.run(grading, capture_output=True).returncode != 0  # the instructor's only
+
+
+# ------------------------------------------------------------------ in a student's browser
+
+
+@pytest.fixture(scope="module")
+def student_page(browser, hub, class_run):  # no Chromium: skip before the class runs
+    """A student's browser (Chromium): the course's nbgitpuller link to 06 (INSTRUCTORS.md's),
+    the hub's login page on the way, then JupyterLab on their copy of 06 with its kernel idle.
+    The second student's: the first one's copy changes in another test. A screenshot of the
+    page at the end, whatever happened."""
+    student = STUDENTS[1]
+    page = open_page(browser)
+    link = f"{hub.url}/hub/user-redirect/git-pull?" + urlencode(
+        {
+            "repo": str(hub.edition),
+            "branch": "main",
+            "targetpath": COPY,
+            "urlpath": f"lab/tree/{COPY}/{CAPSTONE}",
+        }
+    )
+    try:
+        page.goto(link)
+        page.locator("#username_input").fill(student)  # the dummy authenticator: any password
+        page.locator("#password_input").fill("any")
+        page.locator("#login_submit").click()
+        expect(tab(page, CAPSTONE)).to_be_visible(timeout=KERNEL_TIMEOUT)
+        assert page.url.startswith(f"{hub.url}/user/{student}/lab"), page.url
+        notebook_panel(page, CAPSTONE)
+        yield page
+    finally:
+        screenshot(page, "hub-student-lab")
+        page.context.close()
+
+
+def labels_a_student_finds(page: Page) -> dict[str, list[str]]:
+    """Every label JupyterLab shows the student, by place: each main menu's items, the command
+    palette's items and categories, the launcher's cards, the side bars' tabs and the current
+    notebook's toolbar (text and tooltips)."""
+    found = {"menus": []}
+    for item in page.locator("#jp-menu-panel").get_by_role("menuitem").all():
+        item.click()
+        expect(page.locator(".lm-Menu")).to_be_visible()
+        found["menus"] += [item.inner_text(), *page.locator(".lm-Menu-itemLabel").all_inner_texts()]
+        page.keyboard.press("Escape")
+        expect(page.locator(".lm-Menu")).to_have_count(0)
+    toolbar = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar")
+    found["notebook toolbar"] = _texts_and_tooltips(toolbar.locator(".jp-Toolbar-item"))
+    found["side bars"] = _texts_and_tooltips(page.locator(".jp-SideBar .lm-TabBar-tab"))
+    menu(page, "View", "Activate Command Palette")
+    palette = page.locator(".lm-CommandPalette")
+    expect(palette.locator(".lm-CommandPalette-input")).to_be_visible()
+    found["command palette"] = _texts_and_tooltips(  # hidden ones too (a disabled command)
+        palette.locator(".lm-CommandPalette-header, .lm-CommandPalette-item")
+    )
+    page.keyboard.press("Escape")
+    menu(page, "File", "New Launcher")
+    launcher = page.locator(".jp-Launcher-body")
+    expect(launcher.locator(".jp-LauncherCard").first).to_be_visible()
+    found["launcher"] = launcher.locator(
+        ".jp-Launcher-sectionTitle, .jp-LauncherCard-label"
+    ).all_inner_texts()
+    return found
+
+
+def _texts_and_tooltips(elements: Locator) -> list[str]:
+    return elements.evaluate_all(
+        """elements => elements.flatMap(e => [e, ...e.querySelectorAll('[title]')])
+            .flatMap(e => [e.textContent.trim(), e.getAttribute('title') || ''])
+            .filter(text => text !== '')"""
+    )
+
+
+def test_a_students_jupyterlab_in_the_browser_shows_no_authoring_tool(student_page):
+    """What the extension list says, as the student sees it: no formgrader, no "Create
+    Assignment", no "Validate", no course list, in any menu, the command palette, the
+    launcher, a side bar or the notebook's toolbar."""
+    found = labels_a_student_finds(student_page)
+    assert all(found.values()), (
+        f"nothing read from {[p for p, labels in found.items() if not labels]}"
+    )
+    authoring = {
+        place: [label for label in labels if AUTHORING_LABEL.search(label)]
+        for place, labels in found.items()
+    }
+    assert not any(authoring.values()), f"nbgrader's authoring tools show: {authoring}"
+    assert_no_error_shown(student_page, "the student's JupyterLab")
+
+
+def cells_the_labs_need(cells: list[dict]) -> list[int]:
+    """The indices of 06's gradient-lab cells (their code makes a ``GradientLab``) and of the
+    cells above them they need, in order: for each name a cell reads and does not bind, the
+    last cell above it that binds it (never a proof), and what that cell needs in turn."""
+    names = {
+        index: _bound_and_read("".join(cell["source"]))
+        for index, cell in enumerate(cells)
+        if cell["cell_type"] == "code" and "proof" not in cell["metadata"].get("tags", [])
+    }
+    todo = [index for index in names if "GradientLab(" in "".join(cells[index]["source"])]
+    needed = set(todo)
+    while todo:
+        index = todo.pop()
+        for name in names[index][1]:
+            binders = [above for above in names if above < index and name in names[above][0]]
+            if binders and binders[-1] not in needed:
+                needed.add(binders[-1])
+                todo.append(binders[-1])
+    return sorted(needed)
+
+
+def _bound_and_read(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell's code binds (assigned, imported, defined; anywhere in it), and the
+    names it reads without binding them (builtins left out)."""
+    bound, read = set(), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store) else read).add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            bound.add(node.name)
+    return bound, read - bound - set(dir(builtins))
+
+
+def test_06s_gradient_labs_render_as_widgets_in_the_students_browser(hub, student_page):
+    """The student runs the cells 06's two gradient labs need (``cells_the_labs_need``: about
+    a fifth of 06's run time), in their page, in their copy; each lab is drawn as ipywidgets
+    (its controls, its summary line, its table and plot), not as the text a page without
+    ipywidgets' extension shows; and the second one (a learner's own) answers its clip
+    dropdown."""
+    page = student_page
+    cells = json.loads((hub.home(STUDENTS[1]) / COPY / CAPSTONE).read_text())["cells"]
+    needed = cells_the_labs_need(cells)
+    panel = notebook_panel(page, CAPSTONE)
+    on_page = panel.locator(".jp-Notebook .jp-Cell")
+    expect(on_page).to_have_count(len(cells))
+    for index in needed:
+        prompt = on_page.nth(index).locator(".jp-InputPrompt")
+        prompt.click()
+        page.keyboard.press("Control+Enter")
+        expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=KERNEL_TIMEOUT)
+        errors = on_page.nth(index).locator(STDERR)
+        assert errors.count() == 0, f"{CAPSTONE}, cell {index}: {errors.all_inner_texts()}"
+    labs = [index for index in needed if "GradientLab(" in "".join(cells[index]["source"])]
+    assert len(labs) == 2, f"06's lab cells are {labs}; this test knows two (06's, a learner's)"
+    for index in labs:
+        cell = on_page.nth(index)
+        output = cell.locator(".jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output")
+        expect(output).to_have_count(1)
+        # Without ipywidgets' extension the page draws the lab's text/plain fallback, and the
+        # output says that MIME type; the widget renderer's output says none, and holds views.
+        drawn_as = output.get_attribute("data-mime-type")
+        assert drawn_as is None, (
+            f"{CAPSTONE}, cell {index}: the lab is drawn as {drawn_as}, not as widgets:\n"
+            f"{output.inner_text()}"
+        )
+        lab = output.locator(":scope > .jupyter-widgets.gradient-lab")  # the lab's box view
+        for part in (
+            ".gradient-lab-clip select",
+            ".gradient-lab-else_scale .noUi-handle",
+            ".gradient-lab-mode button",
+            ".gradient-lab-table table",
+            ".gradient-lab-table img",
+        ):
+            expect(lab.locator(part).first).to_be_visible(timeout=KERNEL_TIMEOUT)
+        expect(lab.locator(".gradient-lab-summary")).to_contain_text("clip=")
+        assert lab.locator(".gradient-lab-table img").evaluate("img => img.naturalWidth") > 0
+        screenshot(cell.locator(".jp-Cell-outputArea"), f"hub-06-cell-{index}")
+    own_lab = on_page.nth(labs[-1]).locator(".jupyter-widgets.gradient-lab")
+    own_lab.locator(".gradient-lab-clip select").select_option(label="word")
+    expect(own_lab.locator(".gradient-lab-summary")).to_contain_text(
+        "clip=word", timeout=KERNEL_TIMEOUT
+    )
+    assert_no_error_shown(page, CAPSTONE)

@@ -1,6 +1,9 @@
-"""The pieces of the browser tests that are not fixtures: where things are, and the server.
+"""The pieces of the browser tests that are not fixtures: where things are, the server, and
+driving JupyterLab's page.
 
-``conftest.py`` builds the fixtures from these; ``test_jupyterlab.py`` uses the constants.
+``conftest.py`` builds the fixtures from these (``tests/conftest.py`` the browser, which the hub
+test shares: pytest's ``pythonpath`` puts this folder on the path); ``test_jupyterlab.py`` and
+``tests/test_hub.py`` drive JupyterLab with them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -36,6 +42,32 @@ def chromium_missing() -> str | None:
         f"browser tests need Chromium, not found at {CHROMIUM}: "
         "sudo apt-get install -y chromium (or set CHROMIUM=/path/to/chromium)"
     )
+
+
+def require_chromium() -> None:
+    """Without Chromium a browser test skips, saying how to install it; under CI=true it
+    fails."""
+    if (missing := chromium_missing()) is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true, and {missing}", pytrace=False)
+        pytest.skip(missing)
+
+
+def open_page(browser: Browser) -> Page:
+    """A new page in its own context (its own cookies), the size of a laptop's screen. Its
+    console messages and uncaught errors are kept: ``page.console_lines`` for a failure's
+    report, ``page.page_errors`` the uncaught ones. Close it with ``page.context.close()``."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    page.console_lines = []
+    page.page_errors = []
+    page.on("console", lambda m: page.console_lines.append(f"[{m.type}] {m.text}"))
+    page.on(
+        "pageerror",
+        lambda e: (page.page_errors.append(str(e)), page.console_lines.append(f"[pageerror] {e}")),
+    )
+    return page
 
 
 def screenshot(target, name: str) -> Path:
@@ -154,3 +186,58 @@ class LabServer:
                     self.process.kill()
                     self.process.wait()
         self._log.close()
+
+
+# ------------------------------------------------------------------------ driving the page
+
+CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
+STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+# What JupyterLab shows when a document, a kernel or a widget goes wrong.
+ERROR_SIGNS = (
+    ".jp-Dialog",
+    ".Toastify__toast--error",
+    ".Toastify__toast--warning",
+    ".jp-OutputArea-output:has-text('Error displaying widget')",
+)
+
+
+def menu(page: Page, *path: str) -> None:
+    """Click through the main menu, e.g. ``menu(page, "File", "Close All Tabs")``."""
+    page.locator("#jp-menu-panel").get_by_role("menuitem", name=path[0], exact=True).click()
+    for label in path[1:]:  # by its label (a menu item's accessible name adds its shortcut)
+        page.locator(".lm-Menu .lm-Menu-itemLabel").filter(
+            has_text=re.compile(f"^{re.escape(label)}$")
+        ).click()
+
+
+def open_notebook(page: Page, path: str, wait: bool = True) -> None:
+    """File > Open from Path…; the tab becomes the current one (``wait``: once it is there)
+    and its kernel starts."""
+    menu(page, "File", "Open from Path…")
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("input").fill(path)
+    dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+    expect(dialog).to_have_count(0)
+    if wait:
+        expect(tab(page, Path(path).name)).to_have_class(CURRENT, timeout=KERNEL_TIMEOUT)
+
+
+def tab(page: Page, name: str) -> Locator:
+    return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
+
+
+def notebook_panel(page: Page, name: str) -> Locator:
+    """Make the notebook's tab current, wait until its kernel is idle, return its panel."""
+    tab(page, name).click()
+    expect(tab(page, name)).to_have_class(CURRENT)
+    expect(
+        page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle", exact=True)
+    ).to_be_visible(timeout=KERNEL_TIMEOUT)
+    return page.locator(f"#{tab(page, name).get_attribute('data-id')}")
+
+
+def assert_no_error_shown(page: Page, where: str) -> None:
+    for sign in ERROR_SIGNS:
+        shown = page.locator(sign)
+        assert shown.count() == 0, f"{where}: JupyterLab shows {sign}: {shown.all_inner_texts()}"
+    assert not page.page_errors, f"{where}: uncaught errors in the page: {page.page_errors}"

@@ -8,7 +8,8 @@ IPython directory (the root ``conftest.py``; no user state leaks in), over a tem
 comes from this checkout (``PYTHONPATH``).
 
 Chromium is the system's (``/usr/bin/chromium``, Debian package ``chromium``, or ``CHROMIUM``);
-Playwright downloads no browser. Without it a local run skips these tests (one line says how
+Playwright downloads no browser (the ``browser`` fixture is ``tests/conftest.py``'s: the hub
+test shares it). Without it a local run skips these tests (one line says how
 to install it); under ``CI=true`` they fail. On a failure the page's screenshot, its console
 log and the server's log go to ``tests/browser/artifacts/<time>-<test>/`` (or
 ``$BROWSER_TEST_ARTIFACTS``), named in the failure's report. Every run also leaves screenshots
@@ -25,20 +26,14 @@ from pathlib import Path
 import pytest
 from browser_support import (
     ARTIFACTS,
-    CHROMIUM,
     KERNEL_TIMEOUT,
     SCREENSHOTS,
     LabServer,
-    chromium_missing,
+    open_page,
+    require_chromium,
 )
 
 _server: LabServer | None = None  # for the failure report, whichever fixture failed
-
-
-def _check_chromium() -> None:
-    """Without Chromium the test module skips itself; under CI=true it must not."""
-    if (missing := chromium_missing()) is not None:
-        pytest.fail(f"CI=true, and {missing}", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +41,7 @@ def lab_server():
     """One ``jupyter lab`` for the module, stopped afterwards even when a test failed. It
     starts here; ``page`` waits until it answers (Chromium starts in the meantime)."""
     global _server
-    _check_chromium()
+    require_chromium()
     tmp = Path(tempfile.mkdtemp(prefix="gradient-clinic-lab-"))
     server = _server = LabServer(tmp)
     try:
@@ -57,43 +52,21 @@ def lab_server():
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    _check_chromium()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture(scope="module")
 def page(lab_server, browser):
     """One JupyterLab page for the module (loading JupyterLab takes seconds), opened at
     notebook 00. Console messages and uncaught page errors are kept for the failure report;
     ``page.page_errors`` lists the uncaught ones."""
     lab_server.wait_until_ready()
-    for old in SCREENSHOTS.glob("*.png"):  # this run's screenshots only (the site's: its own)
-        if not old.name.startswith("site-"):
+    for old in SCREENSHOTS.glob("*.png"):  # this run's screenshots only (the site's and the
+        if not old.name.startswith(("site-", "hub-")):  # hub test's: their own)
             old.unlink()
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    page.console_lines = []
-    page.page_errors = []
-    page.on("console", lambda m: page.console_lines.append(f"[{m.type}] {m.text}"))
-    page.on(
-        "pageerror",
-        lambda e: (page.page_errors.append(str(e)), page.console_lines.append(f"[pageerror] {e}")),
-    )
+    page = open_page(browser)
     page.goto(lab_server.lab_url("notebooks/00_start_here.ipynb"))
     page.locator("#jp-main-statusbar").get_by_text("| Idle").wait_for(timeout=KERNEL_TIMEOUT)
     try:
         yield page
     finally:
-        context.close()
+        page.context.close()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -24,7 +24,18 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-from browser_support import KERNEL_TIMEOUT, REPO, chromium_missing, screenshot
+from browser_support import (
+    KERNEL_TIMEOUT,
+    REPO,
+    STDERR,
+    assert_no_error_shown,
+    chromium_missing,
+    menu,
+    notebook_panel,
+    open_notebook,
+    screenshot,
+    tab,
+)
 from lab_state import squeeze
 from nbval.plugin import (
     coalesce_streams,
@@ -93,61 +104,10 @@ def labs_notebook() -> dict:
     }
 
 
-CURRENT = re.compile(r"\blm-mod-current\b")  # the class of the current tab
-STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 STDOUT = '[data-mime-type="application/vnd.jupyter.stdout"]'
-# What JupyterLab shows when a document, a kernel or a widget goes wrong.
-ERROR_SIGNS = (
-    ".jp-Dialog",
-    ".Toastify__toast--error",
-    ".Toastify__toast--warning",
-    ".jp-OutputArea-output:has-text('Error displaying widget')",
-)
 
 
 # ------------------------------------------------------------------------ driving the page
-
-
-def menu(page: Page, *path: str) -> None:
-    """Click through the main menu, e.g. ``menu(page, "File", "Close All Tabs")``."""
-    page.locator("#jp-menu-panel").get_by_role("menuitem", name=path[0], exact=True).click()
-    for label in path[1:]:  # by its label (a menu item's accessible name adds its shortcut)
-        page.locator(".lm-Menu .lm-Menu-itemLabel").filter(
-            has_text=re.compile(f"^{re.escape(label)}$")
-        ).click()
-
-
-def open_notebook(page: Page, path: str, wait: bool = True) -> None:
-    """File > Open from Path…; the tab becomes the current one (``wait``: once it is there)
-    and its kernel starts."""
-    menu(page, "File", "Open from Path…")
-    dialog = page.locator(".jp-Dialog")
-    dialog.locator("input").fill(path)
-    dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
-    expect(dialog).to_have_count(0)
-    if wait:
-        expect(tab(page, Path(path).name)).to_have_class(CURRENT, timeout=KERNEL_TIMEOUT)
-
-
-def tab(page: Page, name: str) -> Locator:
-    return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
-
-
-def notebook_panel(page: Page, name: str) -> Locator:
-    """Make the notebook's tab current, wait until its kernel is idle, return its panel."""
-    tab(page, name).click()
-    expect(tab(page, name)).to_have_class(CURRENT)
-    expect(
-        page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle", exact=True)
-    ).to_be_visible(timeout=KERNEL_TIMEOUT)
-    return page.locator(f"#{tab(page, name).get_attribute('data-id')}")
-
-
-def assert_no_error_shown(page: Page, where: str) -> None:
-    for sign in ERROR_SIGNS:
-        shown = page.locator(sign)
-        assert shown.count() == 0, f"{where}: JupyterLab shows {sign}: {shown.all_inner_texts()}"
-    assert not page.page_errors, f"{where}: uncaught errors in the page: {page.page_errors}"
 
 
 def close_everything(page: Page, server) -> None:
