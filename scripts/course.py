@@ -425,15 +425,18 @@ def lock() -> int:
 
 
 # nbgrader's parts a student does not use on a hub, turned off in the hub environment: the
-# instructor's tools (the formgrader, "Create Assignment", the course list, their menu) and
-# "Validate". Its Assignments tab stays: students fetch and submit through the exchange.
+# instructor's tools (the formgrader, "Create Assignment", the course list) and "Validate".
+# Its Assignments tab stays (students fetch and submit through the exchange), and so does its
+# "Nbgrader" menu: the only way to open that tab, it lists only the commands still there.
 AUTHORING_PLUGINS = (
     "@jupyter/nbgrader:formgrader",
     "@jupyter/nbgrader:create-assignment",
     "@jupyter/nbgrader:course-list",
     "@jupyter/nbgrader:validate-assignment",
-    "@jupyter/nbgrader:menu",
 )
+# JupyterLab's question about Jupyter news, which it puts to every new user at load: on a hub,
+# to every student at once. Turned off (not locked) in the hub environment.
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
 AUTHORING_SERVER_EXTENSIONS = (
     "nbgrader.server_extensions.formgrader",
     "nbgrader.server_extensions.course_list",
@@ -457,6 +460,7 @@ NBGRADER_COURSE_ID = "gradient-clinic"
 NBGRADER_EXCHANGE = "/srv/nbgrader/exchange"
 STUDENTS_NBGRADER_CONFIG = VENV / "etc" / "jupyter" / "nbgrader_config.py"
 KERNEL_CULLING_FILE = VENV / "etc" / "jupyter" / "jupyter_server_config.d" / "gradient-clinic.json"
+LAB_PAGE_CONFIG = VENV / "etc" / "jupyter" / "labconfig" / "page_config.json"
 
 
 def students_nbgrader_config() -> str:
@@ -469,15 +473,29 @@ def students_nbgrader_config() -> str:
     )
 
 
+def turned_off_plugins(page_config: Path) -> set[str]:
+    """nbgrader's lab plugins an environment's ``page_config.json`` turns off."""
+    if not page_config.is_file():
+        return set()
+    disabled = json.loads(page_config.read_text(encoding="utf-8")).get("disabledExtensions", {})
+    return {name for name, off in disabled.items() if off and name.startswith("@jupyter/nbgrader:")}
+
+
 def hub() -> int:
     """The students' environment on a JupyterHub (INSTRUCTORS.md, the hub recipe): the hub lock
     (the course, JupyterHub's single-user server, nbgitpuller, nbgrader for the exchange)
     installed into this environment, and nbgrader's authoring tools turned off in it."""
     setup(HUB_LOCK)
+    for plugin in turned_off_plugins(LAB_PAGE_CONFIG) - set(AUTHORING_PLUGINS):
+        for action in ("unlock", "enable"):  # an earlier version turned it off
+            if status := run("jupyter", "labextension", action, "--level=sys_prefix", plugin):
+                return status
     for plugin in AUTHORING_PLUGINS:  # locked too: a student cannot turn it back on
         for action in ("disable", "lock"):
             if status := run("jupyter", "labextension", action, "--level=sys_prefix", plugin):
                 return status
+    if status := run("jupyter", "labextension", "disable", "--level=sys_prefix", NEWS_PLUGIN):
+        return status
     for extension in AUTHORING_SERVER_EXTENSIONS:
         if status := run("jupyter", "server", "extension", "disable", "--sys-prefix", extension):
             return status

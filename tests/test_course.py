@@ -290,6 +290,23 @@ def test_the_hub_turns_off_nbgraders_authoring_plugins_by_their_real_names():
     for plugin in course.AUTHORING_PLUGINS:
         assert f'"{plugin}"' in registered, plugin
     assert "@jupyter/nbgrader:assignment-list" not in course.AUTHORING_PLUGINS
+    assert "@jupyter/nbgrader:menu" not in course.AUTHORING_PLUGINS  # the way to that tab
+
+
+def test_the_hub_finds_the_nbgrader_plugins_an_earlier_setup_turned_off(tmp_path):
+    """``./course.sh hub`` over an environment an earlier version set up turns back on what
+    it no longer turns off: it reads which of nbgrader's plugins the page config disables."""
+    page_config = tmp_path / "page_config.json"
+    assert course.turned_off_plugins(page_config) == set()
+    page_config.write_text(
+        '{"disabledExtensions": {"@jupyter/nbgrader:menu": true, '
+        '"@jupyter/nbgrader:formgrader": true, "@jupyter/nbgrader:course-list": false, '
+        '"@jupyterlab/apputils-extension:announcements": true}}'
+    )
+    assert course.turned_off_plugins(page_config) == {
+        "@jupyter/nbgrader:menu",
+        "@jupyter/nbgrader:formgrader",
+    }
 
 
 @pytest.mark.parametrize("as_root", [True, False])
