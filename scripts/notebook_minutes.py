@@ -241,7 +241,9 @@ SLOW_PACE = max(taken / model for taken, model in TIMED_PACE.values())
 def pace(notebook: str) -> float:
     """How many times the model's minutes a class takes over a notebook (``NN_name``), at the
     slow end: as timed, or the slowest timed pace for a notebook nobody timed."""
-    taken, model = TIMED_PACE.get(notebook[:2], (SLOW_PACE, 1))
+    if notebook[:2] not in TIMED_PACE:
+        return SLOW_PACE
+    taken, model = TIMED_PACE[notebook[:2]]
     return taken / model
 
 

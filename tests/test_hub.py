@@ -50,6 +50,7 @@ from browser_support import (
     menu,
     notebook_panel,
     open_page,
+    run_cell,
     screenshot,
     tab,
 )
@@ -591,10 +592,7 @@ def test_06s_gradient_labs_render_as_widgets_in_the_students_browser(hub, studen
     on_page = panel.locator(".jp-Notebook .jp-Cell")
     expect(on_page).to_have_count(len(cells))
     for index in needed:
-        prompt = on_page.nth(index).locator(".jp-InputPrompt")
-        prompt.click()
-        page.keyboard.press("Control+Enter")
-        expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=KERNEL_TIMEOUT)
+        run_cell(page, on_page.nth(index))
         errors = on_page.nth(index).locator(STDERR)
         assert errors.count() == 0, f"{CAPSTONE}, cell {index}: {errors.all_inner_texts()}"
     labs = [index for index in needed if "GradientLab(" in "".join(cells[index]["source"])]

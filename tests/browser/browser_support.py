@@ -222,6 +222,20 @@ def open_notebook(page: Page, path: str, wait: bool = True) -> None:
         expect(tab(page, Path(path).name)).to_have_class(CURRENT, timeout=KERNEL_TIMEOUT)
 
 
+RAN = re.compile(r"\[\d+\]")  # a cell's prompt once it has run
+
+
+def run_cell(page: Page, cell: Locator, wait: bool = True) -> Locator:
+    """Run one cell as a learner does (click its prompt, Ctrl+Enter); with ``wait``, until its
+    prompt shows an execution count. Its prompt."""
+    prompt = cell.locator(".jp-InputPrompt")
+    prompt.click()
+    page.keyboard.press("Control+Enter")
+    if wait:
+        expect(prompt).to_have_text(RAN, timeout=KERNEL_TIMEOUT)
+    return prompt
+
+
 def tab(page: Page, name: str) -> Locator:
     return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
 

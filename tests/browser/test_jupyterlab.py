@@ -33,6 +33,7 @@ from browser_support import (
     menu,
     notebook_panel,
     open_notebook,
+    run_cell,
     screenshot,
     tab,
 )
@@ -276,9 +277,7 @@ def test_the_same_outputs_after_a_reload(page, lab_server):
     for name in RELOADED:
         panel = notebook_panel(page, name)
         menu(page, "Edit", "Clear Outputs of All Cells")  # so every output below is this run's
-        prompt = panel.locator(".jp-CodeCell").first.locator(".jp-InputPrompt")
-        prompt.click()
-        page.keyboard.press("Control+Enter")
+        prompt = run_cell(page, panel.locator(".jp-CodeCell").first, wait=False)
         expect(prompt).to_have_text("[1]:", timeout=KERNEL_TIMEOUT)
         save(page, name)  # a reload keeps what is saved, and asks nothing
     kernels = {s["path"]: s["kernel"]["id"] for s in lab_server.api("GET", "sessions")}
@@ -369,19 +368,15 @@ def drive_lab(page, labs: SimpleNamespace, lab_name: str, only=None) -> dict:
     more checks."""
     cells = labs.panel.locator(".jp-Cell")
     first, barrier = cells.nth(list(LABS).index(lab_name)), cells.nth(len(LABS))
-    prompt = first.locator(".jp-InputPrompt")
-    prompt.click()
-    page.keyboard.press("Control+Enter")
     # its execution count, from the page: the count holds even if an earlier lab test failed
-    expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=KERNEL_TIMEOUT)
+    prompt = run_cell(page, first)
     labs.executed = int(re.search(r"\d+", prompt.inner_text()).group())
 
     def settle() -> dict:
         """Run the barrier cell: once its output is there, the kernel has handled every
         message before it (the change and the redraw included). The lab's state it printed."""
         labs.executed += 1
-        barrier.locator(".jp-InputPrompt").click()
-        page.keyboard.press("Control+Enter")
+        run_cell(page, barrier, wait=False)
         printed = barrier.locator(f".jp-OutputArea-output{STDOUT}")
         expect(printed).to_contain_text(f'{{"count": {labs.executed}, ', timeout=KERNEL_TIMEOUT)
         # and nothing else: a figure the lab left to the inline backend would show up here
